@@ -1,0 +1,30 @@
+//! `ipcns bench WHAT [--json]`: benchmark programs. Each prints ipcns beside a
+//! baseline measured in the same run, with the ratios, in the shape of the
+//! seed's table. Medians of several rounds: the machine is shared and noisy.
+
+pub mod idmap;
+pub mod rseq;
+pub mod stats;
+
+use anyhow::{Context, bail};
+
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let Some(what) = args.first() else {
+        bail!("usage: ipcns bench idmap|rseq [--json]");
+    };
+    let mut json = false;
+    for a in &args[1..] {
+        match a.as_str() {
+            "--json" => json = true,
+            other => bail!("bench: unknown option {other:?} (expected --json)"),
+        }
+    }
+    match what.as_str() {
+        "idmap" => idmap::run(json).context("bench idmap"),
+        "rseq" => rseq::run(json).context("bench rseq"),
+        // Hidden: the child half of the kernel measurement, run inside a fresh
+        // user namespace by `bench idmap` itself.
+        idmap::KERNEL_CHILD => idmap::kernel_child(&args[1..]),
+        other => bail!("bench: unknown benchmark {other:?} (expected idmap or rseq)"),
+    }
+}
