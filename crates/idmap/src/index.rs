@@ -5,34 +5,26 @@
 //! with a comparison callback), about nine dependent, unpredictable steps
 //! for 340 extents. Here the sorted starts are cut into blocks of 16 (one
 //! cache line each) and a root of up to 32 separators (two cache lines)
-//! holds the first start of every block but the first. A lookup counts the
-//! separators `<= id` (which block) and then the starts `<= id` in that
-//! block: two fixed-size, branch-free counts that the compiler turns into
-//! SIMD compares, and exactly two dependent cache-line loads. The count is
-//! the number of extents starting at or before `id`, so the candidate is
-//! the extent just before it in sorted order.
+//! holds the first start of every block but the first. A lookup finds how
+//! many separators are `<= id` (which block) and then how many starts of
+//! that block are: two fixed-size, branch-free SIMD comparisons and exactly
+//! two dependent loads. The result is the number of extents starting at or
+//! before `id`, so the candidate is the extent just before it in sorted order.
 
 use crate::MAX_EXTENTS;
+use lanes::Keys16;
 
 /// Starts per block: one 64-byte cache line of u32.
 const BLOCK: usize = 16;
-/// Root separators: enough for `ceil(340 / 16) - 1 = 21` blocks after the first.
-const ROOT: usize = 32;
-const _: () = assert!(MAX_EXTENTS.div_ceil(BLOCK) - 1 <= ROOT);
+const _: () = assert!(MAX_EXTENTS.div_ceil(BLOCK) - 1 <= 2 * BLOCK);
 
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Block([u32; BLOCK]);
-
-const _: () = assert!(core::mem::size_of::<Block>() == 64);
-
-#[repr(C, align(64))]
 #[derive(Clone)]
 pub(crate) struct Index {
-    /// `root[b]` = first start of block `b + 1`; unused slots hold u32::MAX.
-    root: [u32; ROOT],
+    /// Separators: `root[b]` = first start of block `b + 1`; unused slots
+    /// hold u32::MAX. 32 slots: enough for `ceil(340 / 16) = 22` blocks.
+    root: [Keys16; 2],
     /// The sorted starts in blocks of 16; the tail of the last block holds u32::MAX.
-    blocks: Box<[Block]>,
+    blocks: Box<[Keys16]>,
 }
 
 impl Index {
@@ -42,37 +34,118 @@ impl Index {
         let n = starts.len();
         debug_assert!(n <= MAX_EXTENTS);
         let nblocks = n.div_ceil(BLOCK).max(1);
-        let mut blocks = vec![Block([u32::MAX; BLOCK]); nblocks].into_boxed_slice();
+        let mut plain = vec![[u32::MAX; BLOCK]; nblocks];
         for (i, s) in starts.enumerate() {
             debug_assert!(s != u32::MAX);
-            blocks[i / BLOCK].0[i % BLOCK] = s;
+            plain[i / BLOCK][i % BLOCK] = s;
         }
-        let mut root = [u32::MAX; ROOT];
+        let mut root = [[u32::MAX; BLOCK]; 2];
         for b in 1..nblocks {
-            root[b - 1] = blocks[b].0[0];
+            root[(b - 1) / BLOCK][(b - 1) % BLOCK] = plain[b][0];
         }
-        Index { root, blocks }
+        Index {
+            root: root.map(|k| Keys16::new(&k)),
+            blocks: plain.iter().map(Keys16::new).collect(),
+        }
     }
 
     /// The number of starts `<= id`. `id` must not be u32::MAX (never mapped).
     #[inline]
     pub(crate) fn rank(&self, id: u32) -> usize {
-        // Counting with a fold over fixed-size arrays keeps this branch-free;
-        // the padding (u32::MAX) never counts because id < u32::MAX.
-        let b = count_le(&self.root, id);
+        // Both levels are sorted with u32::MAX padding (never <= id since
+        // id < u32::MAX), so the keys `<= id` form a prefix of each.
+        let b = if self.blocks.len() == 1 {
+            0
+        } else {
+            let lo = self.root[0].prefix_le(id);
+            if lo < BLOCK {
+                lo
+            } else {
+                BLOCK + self.root[1].prefix_le(id)
+            }
+        };
         // `b <= nblocks - 1` since the root holds nblocks - 1 real separators.
-        let block = &self.blocks[b].0;
-        b * BLOCK + count_le(block, id)
+        b * BLOCK + self.blocks[b].prefix_le(id)
     }
 }
 
-#[inline(always)]
-fn count_le<const N: usize>(keys: &[u32; N], id: u32) -> usize {
-    let mut c = 0u32;
-    for &k in keys {
-        c += u32::from(k <= id);
+/// 16 sorted keys and "how many are `<= id`", with SSE2 on x86-64.
+#[cfg(target_arch = "x86_64")]
+mod lanes {
+    //! # Safety
+    //! SSE2 is part of the x86-64 baseline, so the `#[target_feature]`
+    //! function below may be called from any x86-64 code; the assertion on
+    //! `target_feature = "sse2"` makes a build without it fail instead.
+    #![allow(unsafe_code)]
+    use core::arch::x86_64::{
+        __m128i, _mm_cmpgt_epi32, _mm_movemask_epi8, _mm_packs_epi16, _mm_packs_epi32,
+        _mm_set_epi32, _mm_set1_epi32,
+    };
+
+    #[cfg(not(target_feature = "sse2"))]
+    compile_error!("ipcns-idmap needs SSE2 on x86-64 (part of the baseline)");
+
+    /// Keys with the sign bit flipped, so that signed compares order them
+    /// as unsigned. One cache line.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy)]
+    pub(super) struct Keys16([__m128i; 4]);
+
+    const _: () = assert!(core::mem::size_of::<Keys16>() == 64);
+
+    const BIAS: u32 = 0x8000_0000;
+
+    impl Keys16 {
+        pub(super) fn new(k: &[u32; 16]) -> Keys16 {
+            let b = |i: usize| (k[i] ^ BIAS) as i32;
+            // SAFETY: SSE2 is enabled for every x86-64 target (module doc).
+            let q = |i: usize| unsafe { _mm_set_epi32(b(i + 3), b(i + 2), b(i + 1), b(i)) };
+            Keys16([q(0), q(4), q(8), q(12)])
+        }
+
+        /// How many keys are `<= id`, the keys being sorted ascending.
+        #[inline]
+        pub(super) fn prefix_le(&self, id: u32) -> usize {
+            // SAFETY: SSE2 is enabled for every x86-64 target (module doc).
+            unsafe { prefix_le_sse2(self, id) }
+        }
     }
-    c as usize
+
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn prefix_le_sse2(k: &Keys16, id: u32) -> usize {
+        let v = _mm_set1_epi32((id ^ BIAS) as i32);
+        // One byte per key, 0xff where key > id: a suffix of the sorted keys.
+        let gt = _mm_packs_epi16(
+            _mm_packs_epi32(_mm_cmpgt_epi32(k.0[0], v), _mm_cmpgt_epi32(k.0[1], v)),
+            _mm_packs_epi32(_mm_cmpgt_epi32(k.0[2], v), _mm_cmpgt_epi32(k.0[3], v)),
+        );
+        let mask = _mm_movemask_epi8(gt) as u32 | 1 << 16;
+        mask.trailing_zeros() as usize
+    }
+}
+
+/// The portable form: the same prefix count with plain compares.
+#[cfg(not(target_arch = "x86_64"))]
+mod lanes {
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy)]
+    pub(super) struct Keys16([u32; 16]);
+
+    impl Keys16 {
+        pub(super) fn new(k: &[u32; 16]) -> Keys16 {
+            Keys16(*k)
+        }
+
+        #[inline]
+        pub(super) fn prefix_le(&self, id: u32) -> usize {
+            let mut mask = 0u32;
+            for (i, &k) in self.0.iter().enumerate() {
+                mask |= u32::from(k <= id) << i;
+            }
+            mask.trailing_ones() as usize
+        }
+    }
 }
 
 #[cfg(test)]
@@ -81,7 +154,7 @@ mod tests {
 
     #[test]
     fn rank_counts_starts_at_or_below() {
-        for n in [1usize, 5, 15, 16, 17, 31, 32, 33, 200, 340] {
+        for n in [1usize, 5, 15, 16, 17, 31, 32, 33, 200, 256, 257, 340] {
             let starts: Vec<u32> = (0..n as u32).map(|i| i * 10 + 5).collect();
             let ix = Index::new(starts.iter().copied());
             for id in [
@@ -92,6 +165,8 @@ mod tests {
                 14,
                 15,
                 16,
+                2565,
+                2566,
                 3399,
                 3400,
                 3405,
@@ -101,6 +176,21 @@ mod tests {
                 let want = starts.iter().filter(|&&s| s <= id).count();
                 assert_eq!(ix.rank(id), want, "n={n} id={id}");
             }
+        }
+        // Keys on both sides of the sign bit.
+        let starts: Vec<u32> = (0..40u32).map(|i| i * 100_000_000).collect();
+        let ix = Index::new(starts.iter().copied());
+        for id in [
+            0,
+            1,
+            2_147_483_647,
+            2_147_483_648,
+            3_999_999_999,
+            4_000_000_000,
+            u32::MAX - 1,
+        ] {
+            let want = starts.iter().filter(|&&s| s <= id).count();
+            assert_eq!(ix.rank(id), want, "id={id}");
         }
     }
 }
