@@ -1,5 +1,231 @@
-//! `ipcns idmap ...` (being written).
+//! `ipcns idmap ...`: the id-map tools on top of `ipcns-idmap`.
+
+use anyhow::{Context, anyhow, bail};
+use ipcns_idmap::proc::{IdKind, Pid, Setgroups, read_map, write_maps};
+use ipcns_idmap::{ExceptLayout, IdMap, MAX_INLINE_EXTENTS, OVERFLOW_ID};
+use lexopt::prelude::*;
+use std::io::Read;
 use std::process::ExitCode;
-pub fn run(_args: &[String]) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet")
+
+const USAGE: &str = "\
+usage: ipcns idmap show PID
+       ipcns idmap check FILE|- [--parent FILE]
+       ipcns idmap split FILE|- --parent FILE
+       ipcns idmap map PID [--uid N] [--gid N]
+       ipcns idmap except --count N --host-base H [--first F] [--keep ID[,ID...]]...
+       ipcns idmap write PID [--uid-map FILE|-] [--gid-map FILE|-] [--setgroups auto|deny|leave]
+PID may be 'self'.";
+
+pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+    let Some((cmd, rest)) = args.split_first() else {
+        bail!("idmap: no subcommand\n{USAGE}");
+    };
+    let mut p = lexopt::Parser::from_args(rest.iter().cloned());
+    match cmd.as_str() {
+        "show" => show(&mut p),
+        "check" => check(&mut p),
+        "split" => split(&mut p),
+        "map" => map(&mut p),
+        "except" => except(&mut p),
+        "write" => write(&mut p),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => bail!("idmap: unknown subcommand {other:?}\n{USAGE}"),
+    }
+}
+
+fn parse_pid(s: &str) -> anyhow::Result<Pid> {
+    if s == "self" {
+        return Ok(Pid::SelfProcess);
+    }
+    s.parse::<u32>()
+        .ok()
+        .filter(|&p| p > 0)
+        .map(Pid::Id)
+        .ok_or_else(|| anyhow!("invalid pid {s:?}"))
+}
+
+fn parse_u32(what: &str, s: &str) -> anyhow::Result<u32> {
+    s.parse::<u32>()
+        .map_err(|_| anyhow!("{what}: {s:?} is not a number from 0 to 4294967295"))
+}
+
+fn one_pid(p: &mut lexopt::Parser) -> anyhow::Result<Pid> {
+    match p.next()? {
+        Some(Value(v)) => parse_pid(&v.string()?),
+        Some(other) => Err(other.unexpected().into()),
+        None => bail!("a PID is required\n{USAGE}"),
+    }
+}
+
+/// Reads map text from a file, or standard input for `-`.
+fn read_text(path: &str) -> anyhow::Result<Vec<u8>> {
+    if path == "-" {
+        let mut v = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut v)
+            .context("read standard input")?;
+        Ok(v)
+    } else {
+        std::fs::read(path).with_context(|| format!("read {path}"))
+    }
+}
+
+fn parse_map(path: &str) -> anyhow::Result<IdMap> {
+    let text = read_text(path)?;
+    IdMap::parse(&text).map_err(|e| anyhow!("{path}: {}: {e}", e.errno))
+}
+
+fn form(map: &IdMap) -> String {
+    match map.len() {
+        0 => "not written: maps nothing, every id reads as 65534".to_string(),
+        n if n <= MAX_INLINE_EXTENTS => format!(
+            "{n} extent{}; Linux keeps up to {MAX_INLINE_EXTENTS} inline and scans them linearly",
+            if n == 1 { "" } else { "s" }
+        ),
+        n => format!(
+            "{n} extents; Linux keeps 6 to 340 in forward and reverse arrays sorted by id and binary-searches them"
+        ),
+    }
+}
+
+fn show(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let pid = one_pid(p)?;
+    if let Some(arg) = p.next()? {
+        return Err(arg.unexpected().into());
+    }
+    for kind in [IdKind::Uid, IdKind::Gid] {
+        let map = read_map(pid, kind)
+            .with_context(|| format!("read the {}_map of {pid}", kind.name()))?;
+        println!("{}_map of {pid}: {}", kind.name(), form(&map));
+        print!("{map}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let (mut file, mut parent) = (None, None);
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("parent") => parent = Some(p.value()?.string()?),
+            Value(v) if file.is_none() => file = Some(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let file = file.ok_or_else(|| anyhow!("check: FILE or - is required\n{USAGE}"))?;
+    let map = parse_map(&file)?;
+    if let Some(parent) = parent {
+        let parent_map = parse_map(&parent)?;
+        if let Err(e) = map.compose(&parent_map) {
+            bail!("{file}: {}: {e} (parent map {parent})", e.errno);
+        }
+    }
+    println!("{file}: valid, {}", form(&map));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the map cut at the parent's extent boundaries, ready to write.
+fn split(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let (mut file, mut parent) = (None, None);
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("parent") => parent = Some(p.value()?.string()?),
+            Value(v) if file.is_none() => file = Some(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let file = file.ok_or_else(|| anyhow!("split: FILE or - is required\n{USAGE}"))?;
+    let parent = parent.ok_or_else(|| anyhow!("split: --parent FILE is required\n{USAGE}"))?;
+    let (map, parent_map) = (parse_map(&file)?, parse_map(&parent)?);
+    let split = map
+        .split_for_parent(&parent_map)
+        .map_err(|e| anyhow!("{file}: {}: {e} (parent map {parent})", e.errno))?;
+    print!("{}", split.to_compact_text());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn map(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let pid = one_pid(p)?;
+    let mut asks = Vec::new();
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("uid") => asks.push((IdKind::Uid, parse_u32("--uid", &p.value()?.string()?)?)),
+            Long("gid") => asks.push((IdKind::Gid, parse_u32("--gid", &p.value()?.string()?)?)),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    if asks.is_empty() {
+        bail!("map: give --uid N and/or --gid N\n{USAGE}");
+    }
+    for (kind, id) in asks {
+        let m = read_map(pid, kind)
+            .with_context(|| format!("read the {}_map of {pid}", kind.name()))?;
+        let k = kind.name();
+        let show = |x: Option<u32>| match x {
+            Some(v) => v.to_string(),
+            None => format!("{OVERFLOW_ID} (unmapped)"),
+        };
+        println!(
+            "{k} {id} inside {pid}'s namespace is {} outside",
+            show(m.map_down(id))
+        );
+        println!(
+            "{k} {id} outside is {} inside {pid}'s namespace",
+            show(m.map_up(id))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn except(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let (mut first, mut count, mut host_base, mut keep) = (0u32, None, None, Vec::new());
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("first") => first = parse_u32("--first", &p.value()?.string()?)?,
+            Long("count") => count = Some(parse_u32("--count", &p.value()?.string()?)?),
+            Long("host-base") => host_base = Some(parse_u32("--host-base", &p.value()?.string()?)?),
+            Long("keep") => {
+                for id in p.value()?.string()?.split(',').filter(|s| !s.is_empty()) {
+                    keep.push(parse_u32("--keep", id)?);
+                }
+            }
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let layout = ExceptLayout {
+        first,
+        count: count.ok_or_else(|| anyhow!("except: --count is required\n{USAGE}"))?,
+        host_base: host_base.ok_or_else(|| anyhow!("except: --host-base is required\n{USAGE}"))?,
+        keep,
+    };
+    let map = layout.build().map_err(|e| anyhow!("{}: {e}", e.errno))?;
+    print!("{}", map.to_compact_text());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let pid = one_pid(p)?;
+    let (mut uid, mut gid, mut setgroups) = (None, None, Setgroups::Auto);
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("uid-map") => uid = Some(parse_map(&p.value()?.string()?)?),
+            Long("gid-map") => gid = Some(parse_map(&p.value()?.string()?)?),
+            Long("setgroups") => {
+                setgroups = match p.value()?.string()?.as_str() {
+                    "auto" => Setgroups::Auto,
+                    "deny" => Setgroups::Deny,
+                    "leave" => Setgroups::Leave,
+                    other => bail!("--setgroups: {other:?} is not auto, deny or leave"),
+                }
+            }
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    if uid.is_none() && gid.is_none() {
+        bail!("write: give --uid-map FILE and/or --gid-map FILE\n{USAGE}");
+    }
+    write_maps(pid, uid.as_ref(), gid.as_ref(), setgroups)?;
+    Ok(ExitCode::SUCCESS)
 }

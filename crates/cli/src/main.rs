@@ -12,7 +12,8 @@ usage: ipcns COMMAND [ARGS]
 
 commands:
   idmap show PID                      both id maps of a process, with how Linux looks them up
-  idmap check FILE|-                  validate a map as the kernel's map_write would
+  idmap check FILE|- [--parent FILE]  validate a map as the kernel's map_write would
+  idmap split FILE|- --parent FILE    cut extents at the parent map's boundaries so it can be written
   idmap map PID --uid N | --gid N     translate an id both ways through a process's map
   idmap except --count N --host-base H [--first F] [--keep ID,ID,...]
                                       print an \"everything except\" map, ready to write

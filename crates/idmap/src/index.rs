@@ -69,9 +69,10 @@ impl Index {
     }
 }
 
-/// 16 sorted keys and "how many are `<= id`", with SSE2 on x86-64.
 #[cfg(target_arch = "x86_64")]
 mod lanes {
+    //! 16 sorted keys and "how many are `<= id`", with SSE2 on x86-64.
+    //!
     //! # Safety
     //! SSE2 is part of the x86-64 baseline, so the `#[target_feature]`
     //! function below may be called from any x86-64 code; the assertion on
