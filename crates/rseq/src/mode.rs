@@ -1,0 +1,186 @@
+//! Which of the three modes the process runs in, and reads of the fields the
+//! kernel keeps up to date in the area (cpu_id, cpu_id_start, node_id,
+//! mm_cid).
+//!
+//! # Safety
+//!
+//! Reads go through the pointer returned by `area::thread_area`, which is
+//! either glibc's or this crate's registered area of the *calling* thread; it
+//! stays valid as long as the thread runs. The kernel writes these fields
+//! only on the thread's own return to user space, so a volatile 32-bit load
+//! sees a whole value.
+
+#![allow(unsafe_code)]
+
+use crate::abi::{self, Rseq};
+use crate::area::{self, process};
+use core::fmt;
+
+/// How per-cpu operations are carried out in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// glibc 2.35+ registered every thread; this crate uses its area.
+    Glibc,
+    /// glibc did not register (e.g. `GLIBC_TUNABLES=glibc.pthread.rseq=0`);
+    /// this crate registers an area per thread and unregisters it at exit.
+    Own,
+    /// No rseq (old kernel, seccomp filter denying it): `sched_getcpu` plus
+    /// atomic instructions.
+    Fallback,
+}
+
+impl Mode {
+    /// True when per-cpu data is updated with atomic read-modify-write
+    /// instructions. Every process sharing one structure must agree on this
+    /// (an rseq commit is a plain store and does not compose with a
+    /// concurrent atomic one on another cpu).
+    pub fn uses_atomics(self) -> bool {
+        self == Mode::Fallback
+    }
+
+    /// Short lowercase name: `glibc`, `own` or `fallback`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Glibc => "glibc",
+            Mode::Own => "own",
+            Mode::Fallback => "fallback",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An errno value (`#[repr(transparent)]` over the kernel's number).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The calling thread's `errno`.
+    pub fn last() -> Errno {
+        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (errno {})",
+            std::io::Error::from_raw_os_error(self.0),
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Errno {}
+
+/// The process's mode, decided on first use of the crate.
+pub fn mode() -> Mode {
+    process().mode
+}
+
+/// What the process found when it chose its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    /// The mode in use.
+    pub mode: Mode,
+    /// Length registered with the kernel (glibc's `__rseq_size` or ours).
+    pub registered_size: u32,
+    /// `AT_RSEQ_FEATURE_SIZE` (20 if the kernel does not publish it).
+    pub feature_size: u32,
+    /// `AT_RSEQ_ALIGN` (32 if the kernel does not publish it).
+    pub align: u32,
+    /// Why rseq is not used, in [`Mode::Fallback`].
+    pub fallback_reason: Option<Errno>,
+}
+
+/// Details of the mode in use.
+pub fn info() -> Info {
+    let p = process();
+    Info {
+        mode: p.mode,
+        registered_size: p.registered_size,
+        feature_size: p.feature_size,
+        align: p.align,
+        fallback_reason: p.fallback_reason,
+    }
+}
+
+/// True when the calling thread has a registered area (false in fallback
+/// mode, and for a thread whose own registration failed).
+pub fn thread_registered() -> bool {
+    area::thread_area().is_some()
+}
+
+#[inline(always)]
+fn read_field(area: *mut Rseq, offset: usize) -> u32 {
+    // SAFETY: `area` is the calling thread's registered area (module doc);
+    // `offset` is a field offset from `abi`, inside the 32-byte struct.
+    unsafe { area.cast::<u8>().add(offset).cast::<u32>().read_volatile() }
+}
+
+#[inline(always)]
+fn covered(offset: usize) -> bool {
+    process().usable_size() >= abi::field_end(offset)
+}
+
+/// The cpu the thread runs on, from the area's `cpu_id` (a single load).
+/// `None` without a registered area.
+#[inline(always)]
+pub fn cpu_id() -> Option<u32> {
+    let area = area::thread_area()?;
+    let cpu = read_field(area, abi::OFF_CPU_ID);
+    (cpu < abi::CPU_ID_REGISTRATION_FAILED).then_some(cpu)
+}
+
+/// The area's `cpu_id_start` (always a valid cpu while registered). `None`
+/// without a registered area.
+#[inline(always)]
+pub fn cpu_id_start() -> Option<u32> {
+    let area = area::thread_area()?;
+    Some(read_field(area, abi::OFF_CPU_ID_START))
+}
+
+/// The area's `node_id`, if the registered size and the kernel's feature size
+/// both cover it (Linux 6.3+ with a large enough registration).
+#[inline]
+pub fn node_id() -> Option<u32> {
+    let area = area::thread_area()?;
+    covered(abi::OFF_NODE_ID).then(|| read_field(area, abi::OFF_NODE_ID))
+}
+
+/// The area's `mm_cid` (concurrency id, dense per process), if covered as for
+/// [`node_id`]. It indexes per-process data only.
+#[inline]
+pub fn mm_cid() -> Option<u32> {
+    let area = area::thread_area()?;
+    covered(abi::OFF_MM_CID).then(|| read_field(area, abi::OFF_MM_CID))
+}
+
+/// True when `mm_cid` is available to this process.
+pub fn mm_cid_available() -> bool {
+    process().mode != Mode::Fallback && covered(abi::OFF_MM_CID)
+}
+
+/// The current cpu: [`cpu_id`] when registered, else `sched_getcpu()` (0 if
+/// that fails too).
+#[inline(always)]
+pub fn current_cpu() -> u32 {
+    match cpu_id() {
+        Some(c) => c,
+        None => sched_getcpu(),
+    }
+}
+
+/// `sched_getcpu()` (glibc, through the vDSO), 0 on failure.
+#[inline]
+pub fn sched_getcpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).unwrap_or(0)
+}

@@ -1,0 +1,409 @@
+//! Per-cpu operations: each runs as one restartable sequence on the slot of the
+//! cpu (or concurrency id) the thread is on, and reports success, a compare
+//! miss or an abort.
+//!
+//! # Protocol
+//!
+//! An operation reads the thread's `cpu_id` (or `mm_cid`) *inside* its
+//! critical section, picks `slot = base + index * stride`, loads and compares,
+//! and commits with one store. If the thread is preempted, migrated or
+//! signalled before the commit, the kernel sends it to the abort handler and
+//! nothing was committed: the operation returns [`Outcome::Abort`] and the
+//! caller retries (possibly on another cpu). Two threads therefore never
+//! interleave on one slot, even in memory shared between processes, as long as
+//! the slots are indexed by cpu (two threads never run on one cpu at once).
+//! `mm_cid` is unique only within a process: use it for per-process data.
+//!
+//! Threads without an rseq area (fallback mode) run the same operations with
+//! `sched_getcpu` and atomics (see `fallback`). Every process sharing a
+//! structure must be in an rseq mode, or every one in the fallback
+//! ([`Mode::uses_atomics`](crate::Mode::uses_atomics)).
+//!
+//! # Safety
+//!
+//! The functions here are `unsafe`: they dereference the slot descriptors
+//! they are given. The descriptors ([`Slots`]) promise validity; the area
+//! comes from `area::thread_area`.
+
+#![allow(unsafe_code)]
+
+mod fallback;
+#[cfg(target_arch = "x86_64")]
+mod x86_64;
+#[cfg(target_arch = "x86_64")]
+use x86_64 as arch;
+
+pub use fallback::BUSY;
+
+use crate::abi;
+use crate::area;
+use crate::cpus::possible_cpus;
+use crate::mode::mm_cid_available;
+
+/// Which id selects the slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// `cpu_id`: machine-wide, so safe for memory shared between processes.
+    Cpu,
+    /// `mm_cid`: dense per process; only for per-process data. Falls back to
+    /// `cpu_id` when the kernel or the registration does not provide it.
+    MmCid,
+}
+
+/// The result of one operation.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<T = ()> {
+    /// Committed on slot `slot`.
+    Success {
+        /// The index (cpu or concurrency id) whose slot was used.
+        slot: u32,
+        /// What the operation loaded, if it returns something.
+        value: T,
+    },
+    /// A compare failed (or a list was empty) on slot `slot`; nothing stored.
+    Miss {
+        /// The index whose slot was compared.
+        slot: u32,
+    },
+    /// Interrupted before the commit; nothing stored. Retry.
+    Abort,
+}
+
+impl<T> Outcome<T> {
+    /// True for [`Outcome::Success`].
+    pub fn is_success(&self) -> bool {
+        matches!(self, Outcome::Success { .. })
+    }
+}
+
+/// `len` slots of `stride` bytes from `base`, one per possible cpu: the
+/// memory an operation works on. Copyable; holds no lifetime, so the
+/// operations that use it are `unsafe`.
+#[derive(Debug, Clone, Copy)]
+pub struct Slots {
+    base: *mut u8,
+    stride: usize,
+    len: u32,
+}
+
+// SAFETY: a descriptor only; every use of the memory it names is an unsafe
+// operation whose contract covers concurrent use from any thread.
+unsafe impl Send for Slots {}
+// SAFETY: as above.
+unsafe impl Sync for Slots {}
+
+impl Slots {
+    /// Describes `len` slots of `stride` bytes starting at `base`.
+    ///
+    /// # Panics
+    ///
+    /// If `len` is below [`possible_cpus`] (a cpu without a slot could not be
+    /// served without breaking exclusivity), above `u32::MAX`, or if `base` or
+    /// `stride` is not a multiple of 8.
+    ///
+    /// # Safety
+    ///
+    /// For as long as operations use the result, `base .. base + len * stride`
+    /// must stay mapped, readable and writable, and written only through
+    /// these operations at the offsets they are given (or by a party that
+    /// holds every slot exclusively, e.g. before any thread uses them).
+    pub unsafe fn new(base: *mut u8, stride: usize, len: usize) -> Slots {
+        assert!(
+            len >= possible_cpus(),
+            "{len} slots for {} possible cpus",
+            possible_cpus()
+        );
+        assert!(
+            (base as usize).is_multiple_of(8) && stride.is_multiple_of(8),
+            "slots must be 8-aligned"
+        );
+        let len = u32::try_from(len).expect("too many slots");
+        Slots { base, stride, len }
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Always false (there is at least one possible cpu).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes between slots.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Address of slot `i` (not dereferenced).
+    pub fn slot(&self, i: usize) -> *mut u8 {
+        self.base.wrapping_add(i * self.stride)
+    }
+
+    fn fallback_slot(&self, off: usize) -> (u32, *mut u8) {
+        let cpu = crate::mode::sched_getcpu() % self.len;
+        (cpu, self.slot(cpu as usize).wrapping_add(off))
+    }
+}
+
+/// The area and the address of the index field, if this thread has an area.
+#[inline(always)]
+fn index_ptr(index: Index) -> Option<(*mut abi::Rseq, *const u32)> {
+    let area = area::thread_area()?;
+    let off = match index {
+        Index::MmCid if mm_cid_available() => abi::OFF_MM_CID,
+        _ => abi::OFF_CPU_ID,
+    };
+    Some((area, area.cast::<u8>().wrapping_add(off).cast::<u32>()))
+}
+
+#[inline(always)]
+fn outcome(st: u32, slot: u32) -> Outcome {
+    if st == arch::SUCCESS {
+        return Outcome::Success { slot, value: () };
+    }
+    slow_outcome(st, slot)
+}
+
+#[cold]
+fn slow_outcome(st: u32, slot: u32) -> Outcome {
+    if st == arch::MISS {
+        Outcome::Miss { slot }
+    } else {
+        Outcome::Abort
+    }
+}
+
+/// Per-cpu load-add-store: `slot[off] += v` (wrapping, 64-bit).
+///
+/// # Safety
+///
+/// `s` satisfies the contract of [`Slots::new`]; `off + 8 <= stride` and
+/// `off` is a multiple of 8.
+#[inline(always)]
+pub unsafe fn add(s: &Slots, index: Index, off: usize, v: u64) -> Outcome {
+    if let Some((area, idx)) = index_ptr(index) {
+        // SAFETY: area/idx belong to this thread; `s` and `off` per contract.
+        let (st, slot) =
+            unsafe { arch::add(area, idx, s.len, s.base.wrapping_add(off), s.stride, v) };
+        if st == arch::SUCCESS {
+            return Outcome::Success { slot, value: () };
+        }
+        if st != arch::NO_INDEX {
+            return slow_outcome(st, slot);
+        }
+    }
+    let (slot, p) = s.fallback_slot(off);
+    // SAFETY: `p` is a valid field per contract.
+    outcome(unsafe { fallback::add(p, v) }, slot)
+}
+
+/// Per-cpu load-compare-store: `if slot[off] == expect { slot[off] = new }`.
+///
+/// # Safety
+///
+/// As [`add`]. In fallback mode the word must never hold [`BUSY`] unless a
+/// two-word operation is committing it.
+#[inline(always)]
+pub unsafe fn cmp_store(s: &Slots, index: Index, off: usize, expect: u64, new: u64) -> Outcome {
+    if let Some((area, idx)) = index_ptr(index) {
+        // SAFETY: as in `add`.
+        let (st, slot) = unsafe {
+            arch::cmp_store(
+                area,
+                idx,
+                s.len,
+                s.base.wrapping_add(off),
+                s.stride,
+                expect,
+                new,
+            )
+        };
+        if st != arch::NO_INDEX {
+            return outcome(st, slot);
+        }
+    }
+    let (slot, p) = s.fallback_slot(off);
+    // SAFETY: as in `add`.
+    outcome(unsafe { fallback::cmp_store(p, expect, new) }, slot)
+}
+
+/// Per-cpu double compare then store:
+/// `if slot[off] == expect && slot[off2] == expect2 { slot[off] = new }`.
+///
+/// # Safety
+///
+/// As [`cmp_store`], for both `off` and `off2`; `slot[off]` never holds
+/// [`BUSY`].
+#[inline(always)]
+pub unsafe fn cmp_cmp_store(
+    s: &Slots,
+    index: Index,
+    off: usize,
+    expect: u64,
+    off2: usize,
+    expect2: u64,
+    new: u64,
+) -> Outcome {
+    let d2 = off2 as isize - off as isize;
+    if let Some((area, idx)) = index_ptr(index) {
+        // SAFETY: as in `add`.
+        let (st, slot) = unsafe {
+            arch::cmp_cmp_store(
+                area,
+                idx,
+                s.len,
+                s.base.wrapping_add(off),
+                s.stride,
+                expect,
+                d2,
+                expect2,
+                new,
+            )
+        };
+        if st != arch::NO_INDEX {
+            return outcome(st, slot);
+        }
+    }
+    let (slot, p) = s.fallback_slot(off);
+    // SAFETY: as in `add`.
+    outcome(
+        unsafe { fallback::cmp_cmp_store(p, expect, p.wrapping_offset(d2), expect2, new) },
+        slot,
+    )
+}
+
+/// Per-cpu try-store then store:
+/// `if slot[off] == expect { slot[spec_off] = spec; slot[off] = new }`.
+/// The speculative store may run more than once (after aborts); only the
+/// commit of `new` makes it count.
+///
+/// # Safety
+///
+/// As [`cmp_store`], for both `off` and `spec_off`; `slot[off]` never holds
+/// [`BUSY`].
+#[inline(always)]
+pub unsafe fn cmp_trystore_store(
+    s: &Slots,
+    index: Index,
+    off: usize,
+    expect: u64,
+    spec_off: usize,
+    spec: u64,
+    new: u64,
+) -> Outcome {
+    let ds = spec_off as isize - off as isize;
+    if let Some((area, idx)) = index_ptr(index) {
+        // SAFETY: as in `add`.
+        let (st, slot) = unsafe {
+            arch::cmp_trystore_store(
+                area,
+                idx,
+                s.len,
+                s.base.wrapping_add(off),
+                s.stride,
+                expect,
+                ds,
+                spec,
+                new,
+            )
+        };
+        if st != arch::NO_INDEX {
+            return outcome(st, slot);
+        }
+    }
+    let (slot, p) = s.fallback_slot(off);
+    // SAFETY: as in `add`.
+    outcome(
+        unsafe { fallback::cmp_trystore_store(p, expect, p.wrapping_offset(ds), spec, new) },
+        slot,
+    )
+}
+
+/// Per-cpu list push: element at byte offset `elem` of `region` onto the list
+/// whose 8-byte head is at `slot[off]`.
+///
+/// The head holds the first element's offset + 1 in its low 32 bits (0:
+/// empty; so zeroed memory is a valid empty list) and a pop count in its high
+/// 32 bits; each free element's first 4 bytes hold the next element's
+/// offset + 1.
+///
+/// # Safety
+///
+/// As [`add`] for the head; `region .. region + elem + 4` is valid, `elem` is
+/// a multiple of 4 and below `u32::MAX`, and the element is not on any list
+/// (the caller owns it).
+#[inline(always)]
+pub unsafe fn list_push(
+    s: &Slots,
+    index: Index,
+    off: usize,
+    region: *mut u8,
+    elem: u32,
+) -> Outcome {
+    let enc = elem + 1;
+    if let Some((area, idx)) = index_ptr(index) {
+        // SAFETY: as in `add`; the element is the caller's.
+        let (st, slot) = unsafe {
+            arch::list_push(
+                area,
+                idx,
+                s.len,
+                s.base.wrapping_add(off),
+                s.stride,
+                region,
+                enc,
+            )
+        };
+        if st != arch::NO_INDEX {
+            return outcome(st, slot);
+        }
+    }
+    let (slot, p) = s.fallback_slot(off);
+    // SAFETY: as in `add`; the element is the caller's.
+    outcome(
+        unsafe { fallback::list_push(p, region.wrapping_add(elem as usize), enc) },
+        slot,
+    )
+}
+
+/// Per-cpu list pop from the list at `slot[off]` (see [`list_push`]):
+/// `Success` carries the element's offset; `Miss` means the list was empty.
+///
+/// # Safety
+///
+/// As [`list_push`]: every element pushed on these lists lies in `region`.
+#[inline(always)]
+pub unsafe fn list_pop(s: &Slots, index: Index, off: usize, region: *mut u8) -> Outcome<u32> {
+    let (st, slot, enc) = match index_ptr(index) {
+        // SAFETY: as in `add`; elements are in `region`.
+        Some((area, idx)) => unsafe {
+            arch::list_pop(area, idx, s.len, s.base.wrapping_add(off), s.stride, region)
+        },
+        None => (arch::NO_INDEX, 0, 0),
+    };
+    let (st, slot, enc) = if st == arch::NO_INDEX {
+        let (slot, p) = s.fallback_slot(off);
+        // SAFETY: as in `add`; elements are in `region`.
+        let (st, enc) = unsafe { fallback::list_pop(p, region) };
+        (st, slot, enc)
+    } else {
+        (st, slot, enc)
+    };
+    match st {
+        arch::SUCCESS => Outcome::Success {
+            slot,
+            value: enc - 1,
+        },
+        arch::MISS => Outcome::Miss { slot },
+        _ => Outcome::Abort,
+    }
+}
+
+const _: () = {
+    assert!(arch::SUCCESS == fallback::SUCCESS);
+    assert!(arch::MISS == fallback::MISS);
+    assert!(arch::ABORT == fallback::ABORT);
+};

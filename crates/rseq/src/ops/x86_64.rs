@@ -1,0 +1,291 @@
+//! The critical sections, in x86-64 assembly.
+//!
+//! Every section has the same shape (written once, in [`section!`]):
+//!
+//! ```text
+//!   descriptor 5: in __rseq_cs      {0, 0, start=2f, post_commit=3f-2f, abort=4f}
+//!   lea  cs, [rip + 5b]             publish the descriptor
+//!   mov  [area + 8], cs               (rseq->rseq_cs)
+//! 2: mov cpu, [idx]                 start: cpu_id (or mm_cid) of this instant
+//!   cmp  cpu, n ; jae 6b            not registered (-1/-2) or out of range
+//!   slot = base + cpu * stride
+//!   ...loads and compares (jne 8b on a miss)...
+//!   one store: the commit
+//! 3:                                post-commit: the section is over
+//!
+//!   in __rseq_failure, out of the straight-line path:
+//! 8: miss, 6: no index, then
+//!   ud1 edi, [rip + SIG]            the 4 bytes before 4: are the signature
+//! 4: abort handler (kernel moved us here)
+//! ```
+//!
+//! The result is one register: the index in the low 32 bits, the status
+//! (0 success, 1 miss, 2 abort, 3 no index) in the high 32 bits.
+//!
+//! The kernel moves a thread that is preempted, migrated or signalled while
+//! its instruction pointer is in `[2, 3)` to `4`, so everything before the
+//! commit store runs on one cpu without interruption, and the commit is a
+//! single instruction. No system call inside, no stack use.
+//!
+//! # Safety
+//!
+//! Callers pass `area`, the calling thread's registered area; `idx`, the
+//! address of its `cpu_id` or `mm_cid` field; and `base`/`stride`/`n`
+//! describing `n` slots that are valid for 8-byte reads and writes at the
+//! offsets used. x86-64 is TSO: the plain loads here have acquire and the
+//! plain stores release semantics with respect to other cpus.
+
+#![allow(unsafe_code)]
+
+use crate::abi::Rseq;
+
+pub(super) const SUCCESS: u32 = 0;
+pub(super) const MISS: u32 = 1;
+pub(super) const ABORT: u32 = 2;
+pub(super) const NO_INDEX: u32 = 3;
+
+/// Emits one critical section. `$body` computes on `{slot}` (the address of
+/// the selected slot plus the field offset), ends with the commit store and
+/// may jump to `8f` on a compare miss.
+macro_rules! section {
+    ([$($body:literal),* $(,)?], $area:expr, $idx:expr, $n:expr, $base:expr, $stride:expr,
+     $($operands:tt)*) => {{
+        let r: u64;
+        core::arch::asm!(
+            ".pushsection __rseq_cs, \"aw\"",
+            ".balign 32",
+            "5:",
+            ".long 0, 0",
+            ".quad 2f, 3f - 2f, 4f",
+            ".popsection",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"",
+            ".quad 5b",
+            ".popsection",
+            // Out-of-line exits, away from the straight-line success path.
+            ".pushsection __rseq_failure, \"ax\"",
+            "8:",
+            "bts {r}, 32",
+            "jmp 7f",
+            "6:",
+            "mov {r}, {noidx}",
+            "jmp 7f",
+            // ud1 edi, [rip + disp32] whose displacement is the signature.
+            ".byte 0x0f, 0xb9, 0x3d",
+            ".long 0x53053053",
+            "4:",
+            "mov {r}, {abort}",
+            "jmp 7f",
+            ".popsection",
+            "lea {slot}, [rip + 5b]",
+            "mov qword ptr [{area} + 8], {slot}",
+            "2:",
+            "mov {r:e}, dword ptr [{idx}]",
+            "cmp {r:e}, {n:e}",
+            "jae 6b",
+            "mov {slot}, {r}",
+            "imul {slot}, {stride}",
+            "add {slot}, {base}",
+            $($body,)*
+            "3:",
+            "7:",
+            area = in(reg) $area,
+            idx = in(reg) $idx,
+            n = in(reg) $n,
+            base = in(reg) $base,
+            stride = in(reg) $stride,
+            slot = out(reg) _,
+            r = out(reg) r,
+            noidx = const (NO_INDEX as u64) << 32,
+            abort = const (ABORT as u64) << 32,
+            $($operands)*
+            options(nostack),
+        );
+        ((r >> 32) as u32, r as u32)
+    }};
+}
+
+/// `*slot += v` (load-add-store). Returns `(status, index)`.
+///
+/// # Safety
+///
+/// See the module doc; `base` is the field's address in slot 0.
+#[inline(always)]
+pub(super) unsafe fn add(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    v: u64,
+) -> (u32, u32) {
+    // SAFETY: the caller upholds the module contract.
+    unsafe { section!(["add qword ptr [{slot}], {v}"], area, idx, n, base, stride, v = in(reg) v,) }
+}
+
+/// `if *slot == expect { *slot = new }` (load-compare-store).
+///
+/// # Safety
+///
+/// See the module doc.
+#[inline(always)]
+pub(super) unsafe fn cmp_store(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    expect: u64,
+    new: u64,
+) -> (u32, u32) {
+    // SAFETY: the caller upholds the module contract.
+    unsafe {
+        section!(
+            ["cmp qword ptr [{slot}], {e}", "jne 8b", "mov qword ptr [{slot}], {new}"],
+            area, idx, n, base, stride,
+            e = in(reg) expect, new = in(reg) new,
+        )
+    }
+}
+
+/// `if *slot == expect && *(slot + d2) == expect2 { *slot = new }`.
+///
+/// # Safety
+///
+/// See the module doc; `slot + d2` is valid in every slot.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn cmp_cmp_store(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    expect: u64,
+    d2: isize,
+    expect2: u64,
+    new: u64,
+) -> (u32, u32) {
+    // SAFETY: the caller upholds the module contract.
+    unsafe {
+        section!(
+            [
+                "cmp qword ptr [{slot}], {e}",
+                "jne 8b",
+                "cmp qword ptr [{slot} + {d2}], {e2}",
+                "jne 8b",
+                "mov qword ptr [{slot}], {new}",
+            ],
+            area, idx, n, base, stride,
+            e = in(reg) expect, d2 = in(reg) d2, e2 = in(reg) expect2, new = in(reg) new,
+        )
+    }
+}
+
+/// `if *slot == expect { *(slot + ds) = spec; *slot = new }` (try-store then
+/// store: the speculative store may be redone, only the last one counts).
+///
+/// # Safety
+///
+/// See the module doc; `slot + ds` is valid in every slot.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn cmp_trystore_store(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    expect: u64,
+    ds: isize,
+    spec: u64,
+    new: u64,
+) -> (u32, u32) {
+    // SAFETY: the caller upholds the module contract.
+    unsafe {
+        section!(
+            [
+                "cmp qword ptr [{slot}], {e}",
+                "jne 8b",
+                "mov qword ptr [{slot} + {ds}], {spec}",
+                "mov qword ptr [{slot}], {new}",
+            ],
+            area, idx, n, base, stride,
+            e = in(reg) expect, ds = in(reg) ds, spec = in(reg) spec, new = in(reg) new,
+        )
+    }
+}
+
+/// Treiber push of element `enc - 1` of `region` onto the list whose head is
+/// at `slot`. Head: low 32 bits = first element's offset + 1 (0 = empty),
+/// high 32 bits = pop count. Link: the element's first 4 bytes, same
+/// encoding.
+///
+/// # Safety
+///
+/// See the module doc; `region + enc - 1` is valid for a 4-byte write.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn list_push(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    region: *mut u8,
+    enc: u32,
+) -> (u32, u32) {
+    // SAFETY: the caller upholds the module contract.
+    unsafe {
+        section!(
+            [
+                "mov {h}, qword ptr [{slot}]",
+                "mov dword ptr [{rg} + {el} - 1], {h:e}",
+                "shr {h}, 32",
+                "shl {h}, 32",
+                "or {h}, {el}",
+                "mov qword ptr [{slot}], {h}",
+            ],
+            area, idx, n, base, stride,
+            rg = in(reg) region, el = in(reg) u64::from(enc), h = out(reg) _,
+        )
+    }
+}
+
+/// Treiber pop from the list whose head is at `slot` (encoding as in
+/// [`list_push`]). Returns `(status, index, enc)`; `enc - 1` is the element's
+/// offset on success.
+///
+/// # Safety
+///
+/// See the module doc; every element on the list is valid for a 4-byte read.
+#[inline(always)]
+pub(super) unsafe fn list_pop(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    region: *mut u8,
+) -> (u32, u32, u32) {
+    let enc: u64;
+    // SAFETY: the caller upholds the module contract.
+    let (st, cpu) = unsafe {
+        section!(
+            [
+                "mov {h}, qword ptr [{slot}]",
+                "mov {el:e}, {h:e}",
+                "test {el:e}, {el:e}",
+                "jz 8b",
+                "mov {nx:e}, dword ptr [{rg} + {el} - 1]",
+                "shr {h}, 32",
+                "add {h}, 1",
+                "shl {h}, 32",
+                "or {h}, {nx}",
+                "mov qword ptr [{slot}], {h}",
+            ],
+            area, idx, n, base, stride,
+            rg = in(reg) region, el = out(reg) enc, h = out(reg) _, nx = out(reg) _,
+        )
+    };
+    (st, cpu, enc as u32)
+}
