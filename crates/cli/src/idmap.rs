@@ -105,7 +105,8 @@ fn show(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+/// `FILE|-` and an optional `--parent FILE`, in any order.
+fn file_and_parent(p: &mut lexopt::Parser, cmd: &str) -> anyhow::Result<(String, Option<String>)> {
     let (mut file, mut parent) = (None, None);
     while let Some(arg) = p.next()? {
         match arg {
@@ -114,7 +115,12 @@ fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let file = file.ok_or_else(|| anyhow!("check: FILE or - is required\n{USAGE}"))?;
+    let file = file.ok_or_else(|| anyhow!("{cmd}: FILE or - is required\n{USAGE}"))?;
+    Ok((file, parent))
+}
+
+fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
+    let (file, parent) = file_and_parent(p, "check")?;
     let map = parse_map(&file)?;
     if let Some(parent) = parent {
         let parent_map = parse_map(&parent)?;
@@ -128,15 +134,7 @@ fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
 
 /// Prints the map cut at the parent's extent boundaries, ready to write.
 fn split(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
-    let (mut file, mut parent) = (None, None);
-    while let Some(arg) = p.next()? {
-        match arg {
-            Long("parent") => parent = Some(p.value()?.string()?),
-            Value(v) if file.is_none() => file = Some(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let file = file.ok_or_else(|| anyhow!("split: FILE or - is required\n{USAGE}"))?;
+    let (file, parent) = file_and_parent(p, "split")?;
     let parent = parent.ok_or_else(|| anyhow!("split: --parent FILE is required\n{USAGE}"))?;
     let (map, parent_map) = (parse_map(&file)?, parse_map(&parent)?);
     let split = map
