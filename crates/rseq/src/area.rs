@@ -138,6 +138,16 @@ pub(crate) fn thread_area() -> Option<*mut Rseq> {
     }
 }
 
+/// The calling thread's area if it has already been looked up and is
+/// registered; `None` otherwise (not looked at yet, fallback, exited). One
+/// thread-local load and one compare: the per-cpu fast paths use this and
+/// leave everything else to [`thread_area`] on their slow path.
+#[inline(always)]
+pub(crate) fn cached_area() -> Option<*mut Rseq> {
+    let a = AREA.with(Cell::get);
+    (a > LAST_SENTINEL).then_some(a as *mut Rseq)
+}
+
 #[cold]
 #[inline(never)]
 fn init_thread() -> Option<*mut Rseq> {

@@ -3,15 +3,17 @@
 //!
 //! # Protocol
 //!
-//! `add` is one per-cpu load-add-store, retried on abort. `sum` adds the
+//! `add` is one per-cpu load-add-store, retried on abort: a straight-line
+//! section (`ops::try_add_pow2`) once the thread's area is known, else (first
+//! use, fallback, after an abort) the general [`ops::add`]. `sum` adds the
 //! slots with relaxed loads (exact once adders are quiescent). `reset` needs
 //! exclusive access: a zeroing store from another cpu could be overwritten by
 //! an in-flight rseq commit.
 //!
 //! # Safety
 //!
-//! The only `unsafe` is the call of [`ops::add`] on the counter's own cells,
-//! which live as long as the counter.
+//! The only `unsafe` is the calls of `ops::try_add_pow2` and [`ops::add`] on
+//! the counter's own cells, which live as long as the counter.
 
 #![allow(unsafe_code)]
 
@@ -65,9 +67,22 @@ impl PerCpuCounter {
     /// Adds `v` to the current cpu's slot.
     #[inline(always)]
     pub fn add(&self, v: i64) {
+        // SAFETY: `slots` describes `cells` (alive with self): 64-byte slots
+        // (`Slot<AtomicU64>`, asserted below) whose offset 0 is the 8-aligned
+        // AtomicU64.
+        if unsafe { ops::try_add_pow2::<6>(&self.slots, 0, v as u64) } {
+            return;
+        }
+        self.add_slow(v);
+    }
+
+    /// First use on this thread, fallback mode, or an abort: the general
+    /// operation, retried until it commits.
+    #[cold]
+    #[inline(never)]
+    fn add_slow(&self, v: i64) {
         loop {
-            // SAFETY: `slots` describes `cells` (alive with self); offset 0
-            // is the 8-aligned AtomicU64 of each 64-byte slot.
+            // SAFETY: as in `add`.
             let done = unsafe { ops::add(&self.slots, Index::Cpu, 0, v as u64) };
             if !matches!(done, Outcome::Abort) {
                 return;

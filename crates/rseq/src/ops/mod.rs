@@ -23,7 +23,8 @@
 //!
 //! The functions here are `unsafe`: they dereference the slot descriptors
 //! they are given. The descriptors ([`Slots`]) promise validity; the area
-//! comes from `area::thread_area`.
+//! comes from `area::thread_area` (or, on the counter's fast path,
+//! `area::cached_area`: the same cache without the first-use lookup).
 
 #![allow(unsafe_code)]
 
@@ -198,6 +199,28 @@ pub unsafe fn add(s: &Slots, index: Index, off: usize, v: u64) -> Outcome {
     let (slot, p) = s.fallback_slot(off);
     // SAFETY: `p` is a valid field per contract.
     outcome(unsafe { fallback::add(p, v) }, slot)
+}
+
+/// The fast path of [`add`] with [`Index::Cpu`] for slots of `1 << SHIFT`
+/// bytes: `slot[off] += v` in one straight-line section when this thread's
+/// area is already known. Returns `false` without touching memory when the
+/// caller must use [`add`] instead: first use on this thread, fallback mode,
+/// unregistered area, or an abort (nothing was committed).
+///
+/// # Safety
+///
+/// As [`add`]; `s.stride() == 1 << SHIFT`.
+#[inline(always)]
+pub(crate) unsafe fn try_add_pow2<const SHIFT: u32>(s: &Slots, off: usize, v: u64) -> bool {
+    debug_assert_eq!(s.stride, 1usize << SHIFT);
+    match area::cached_area() {
+        // SAFETY: the area is this thread's registered one; `s`, `off` and
+        // the stride per contract.
+        Some(area) => unsafe {
+            arch::add_pow2::<SHIFT>(area, s.len, s.base.wrapping_add(off), v) == arch::Exit::Done
+        },
+        None => false,
+    }
 }
 
 /// Per-cpu load-compare-store: `if slot[off] == expect { slot[off] = new }`.
@@ -407,3 +430,80 @@ const _: () = {
     assert!(arch::MISS == fallback::MISS);
     assert!(arch::ABORT == fallback::ABORT);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::percpu::PerCpu;
+    use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    static PINGS: AtomicU64 = AtomicU64::new(0);
+
+    extern "C" fn on_signal(_: i32) {
+        PINGS.fetch_add(1, Ordering::Release);
+    }
+
+    /// Signals sent one at a time to a thread looping on the counter's fast
+    /// path abort some of its sections (each reported as `false`, nothing
+    /// stored), and the total is exactly the committed count.
+    #[test]
+    fn fast_add_aborts_and_stays_exact() {
+        // SAFETY: installs a handler that only touches an atomic; the
+        // sigaction struct is zeroed then filled in.
+        unsafe {
+            let mut sa: libc::sigaction = core::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(i32) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR1, &sa, core::ptr::null_mut()),
+                0
+            );
+        }
+        let cells = Arc::new(PerCpu::new(|_| AtomicU64::new(0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tid = Arc::new(AtomicI32::new(0));
+        let worker = {
+            let (cells, stop, tid) = (cells.clone(), stop.clone(), tid.clone());
+            std::thread::spawn(move || {
+                let s = cells.slots();
+                let registered = area::thread_area().is_some();
+                // SAFETY: gettid has no preconditions.
+                tid.store(unsafe { libc::gettid() }, Ordering::Release);
+                let (mut done, mut refused) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: `s` describes `cells` (64-byte slots), alive
+                    // for the thread.
+                    if unsafe { try_add_pow2::<6>(&s, 0, 1) } {
+                        done += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+                (registered, done, refused)
+            })
+        };
+        while tid.load(Ordering::Acquire) == 0 {
+            std::hint::spin_loop();
+        }
+        let tid = tid.load(Ordering::Acquire);
+        for i in 0..2000 {
+            // SAFETY: signals a live thread of this process (the worker
+            // runs until `stop`).
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
+            while PINGS.load(Ordering::Acquire) <= i {
+                std::thread::yield_now();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (registered, done, refused) = worker.join().unwrap();
+        let sum: u64 = cells.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        assert_eq!(sum, done);
+        if registered {
+            assert!(refused > 0, "2000 signals never hit the fast section");
+            assert!(refused <= 2000, "{refused} refusals for 2000 signals");
+        } else {
+            assert_eq!(done, 0, "no area: the fast path must refuse");
+        }
+    }
+}

@@ -22,6 +22,12 @@
 //! The result is one register: the index in the low 32 bits, the status
 //! (0 success, 1 miss, 2 abort, 3 no index) in the high 32 bits.
 //!
+//! [`add_pow2`], the per-cpu counter's fast path, is the same protocol
+//! written out on its own: `cpu_id` at a constant offset of the area, a
+//! shift instead of the multiplication, and no result register: its abort
+//! handler and range check jump to `label` operands (`asm goto`), so the
+//! success path is straight-line with nothing to decode after the commit.
+//!
 //! The kernel moves a thread that is preempted, migrated or signalled while
 //! its instruction pointer is in `[2, 3)` to `4`, so everything before the
 //! commit store runs on one cpu without interruption, and the commit is a
@@ -32,8 +38,9 @@
 //! Callers pass `area`, the calling thread's registered area; `idx`, the
 //! address of its `cpu_id` or `mm_cid` field; and `base`/`stride`/`n`
 //! describing `n` slots that are valid for 8-byte reads and writes at the
-//! offsets used. x86-64 is TSO: the plain loads here have acquire and the
-//! plain stores release semantics with respect to other cpus.
+//! offsets used ([`add_pow2`] takes no `idx`, it reads `cpu_id`, and its
+//! stride is `1 << SHIFT`). x86-64 is TSO: the plain loads here have acquire
+//! and the plain stores release semantics with respect to other cpus.
 
 #![allow(unsafe_code)]
 
@@ -120,6 +127,92 @@ pub(super) unsafe fn add(
 ) -> (u32, u32) {
     // SAFETY: the caller upholds the module contract.
     unsafe { section!(["add qword ptr [{slot}], {v}"], area, idx, n, base, stride, v = in(reg) v,) }
+}
+
+/// How [`add_pow2`] left its section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Exit {
+    /// Committed.
+    Done,
+    /// Preempted, migrated or signalled before the commit; nothing stored.
+    Abort,
+    /// `cpu_id` was not below `n` (the area is not registered any more).
+    NoIndex,
+}
+
+/// `*(base + (cpu_id << SHIFT)) += v`: [`add`] for slots of `1 << SHIFT`
+/// bytes indexed by `cpu_id`, in the fewest instructions. Unlike the other
+/// sections it returns no register: the success path falls straight through
+/// the commit, and the abort handler and the range check jump to `label`
+/// blocks (`asm goto`), so the caller needs no compare after it. The slot
+/// index is not reported.
+///
+/// ```text
+///   lea  t, [rip + 5b] ; mov [area + 8], t     publish the descriptor
+/// 2: mov t, [area + 4]                          start: cpu_id
+///   cmp  t, n ; jae {no_index}
+///   shl  t, SHIFT
+///   add  [base + t], v                          the commit
+/// 3:
+/// ```
+///
+/// # Safety
+///
+/// See the module doc: `area` is the calling thread's registered area and
+/// `n` slots of `1 << SHIFT` bytes from `base` (the field's address in slot
+/// 0) are valid for 8-byte reads and writes.
+#[inline(always)]
+pub(super) unsafe fn add_pow2<const SHIFT: u32>(
+    area: *mut Rseq,
+    n: u32,
+    base: *mut u8,
+    v: u64,
+) -> Exit {
+    // SAFETY: the caller upholds the module contract; the section has the
+    // layout described in the module doc (descriptor in __rseq_cs, signature
+    // right before the abort handler, no stack use, one commit store).
+    unsafe {
+        core::arch::asm!(
+            ".pushsection __rseq_cs, \"aw\"",
+            ".balign 32",
+            "5:",
+            ".long 0, 0",
+            ".quad 2f, 3f - 2f, 4f",
+            ".popsection",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"",
+            ".quad 5b",
+            ".popsection",
+            ".pushsection __rseq_failure, \"ax\"",
+            // ud1 edi, [rip + disp32] whose displacement is the signature.
+            ".byte 0x0f, 0xb9, 0x3d",
+            ".long {sig}",
+            "4:",
+            "jmp {abort}",
+            ".popsection",
+            "lea {t}, [rip + 5b]",
+            "mov qword ptr [{area} + {cs}], {t}",
+            "2:",
+            "mov {t:e}, dword ptr [{area} + {cpu}]",
+            "cmp {t:e}, {n:e}",
+            "jae {no_index}",
+            "shl {t}, {shift}",
+            "add qword ptr [{base} + {t}], {v}",
+            "3:",
+            area = in(reg) area,
+            n = in(reg) n,
+            base = in(reg) base,
+            v = in(reg) v,
+            t = out(reg) _,
+            sig = const crate::abi::SIGNATURE,
+            cs = const crate::abi::OFF_RSEQ_CS,
+            cpu = const crate::abi::OFF_CPU_ID,
+            shift = const SHIFT,
+            abort = label { return Exit::Abort },
+            no_index = label { return Exit::NoIndex },
+            options(nostack),
+        );
+    }
+    Exit::Done
 }
 
 /// `if *slot == expect { *slot = new }` (load-compare-store).
