@@ -1,0 +1,157 @@
+//! Where everything lives in the arena file: the header, then per mechanism
+//! a table of fixed-size object slots, a used-index bitmap and its summary,
+//! then the heap. All addresses are byte offsets from the start of the file.
+//!
+//! # Layout (layout version 1)
+//! ```text
+//! 0                      Header (64 KiB reserved)
+//! per mechanism (sem, msg, shm), page aligned:
+//!   slots                ipc_mni * 192 bytes (the object headers, by idx)
+//!   bitmap               ipc_mni bits, 1 = index in use
+//!   summary              ipc_mni / 64 bits, 1 = bitmap word full
+//! heap                   everything else (arrays, messages, key tables)
+//! ```
+//! The file is sparse: untouched pages cost nothing, so the extend mode's
+//! 16,777,216 slots per mechanism are only address space until used.
+
+/// Bytes reserved for the header.
+pub const HEADER_SIZE: u64 = 64 * 1024;
+/// Bytes per object slot.
+pub const SLOT_SIZE: u64 = 192;
+const PAGE: u64 = 4096;
+
+/// `IPCMNI` and the id shift of the two modes (ipc/util.h).
+pub const IPCMNI_SHIFT: u32 = 15;
+pub const IPCMNI_EXTEND_SHIFT: u32 = 24;
+
+/// The three mechanisms, in the order of their tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mech {
+    Sem = 0,
+    Msg = 1,
+    Shm = 2,
+}
+
+impl Mech {
+    pub const ALL: [Mech; 3] = [Mech::Sem, Mech::Msg, Mech::Shm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mech::Sem => "sem",
+            Mech::Msg => "msg",
+            Mech::Shm => "shm",
+        }
+    }
+}
+
+/// The offsets derived from the mode and the heap size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub extend: bool,
+    pub ipc_mni: u32,
+    pub shift: u32,
+    pub tables: [Table; 3],
+    pub heap_off: u64,
+    pub size: u64,
+}
+
+/// One mechanism's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Table {
+    pub slots: u64,
+    pub bitmap: u64,
+    pub summary: u64,
+}
+
+fn round_up(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+impl Layout {
+    pub fn new(extend: bool, heap_size: u64) -> Layout {
+        let shift = if extend {
+            IPCMNI_EXTEND_SHIFT
+        } else {
+            IPCMNI_SHIFT
+        };
+        let ipc_mni = 1u32 << shift;
+        let n = u64::from(ipc_mni);
+        let mut at = HEADER_SIZE;
+        let mut tables = [Table {
+            slots: 0,
+            bitmap: 0,
+            summary: 0,
+        }; 3];
+        for t in &mut tables {
+            t.slots = at;
+            at = round_up(at + n * SLOT_SIZE, PAGE);
+            t.bitmap = at;
+            at = round_up(at + n / 8, 64);
+            t.summary = at;
+            at = round_up(at + (n / 64).div_ceil(8).max(8), PAGE);
+        }
+        let heap_off = at;
+        Layout {
+            extend,
+            ipc_mni,
+            shift,
+            tables,
+            heap_off,
+            size: heap_off + round_up(heap_size, PAGE),
+        }
+    }
+
+    pub fn table(&self, m: Mech) -> &Table {
+        &self.tables[m as usize]
+    }
+
+    /// The slot of index `idx` of mechanism `m`.
+    pub fn slot_off(&self, m: Mech, idx: u32) -> u64 {
+        self.table(m).slots + u64::from(idx) * SLOT_SIZE
+    }
+
+    /// `ipcid_seq_max()`: sequence numbers run below this.
+    pub fn seq_max(&self) -> u32 {
+        (i32::MAX >> self.shift) as u32
+    }
+
+    /// `ipc_min_cycle`: 64 (RADIX_TREE_MAP_SIZE) or 4096 in extend mode.
+    pub fn min_cycle(&self) -> u32 {
+        if self.extend { 4096 } else { 64 }
+    }
+
+    /// `ipcid_to_idx`.
+    pub fn idx_of(&self, id: i32) -> u32 {
+        (id as u32) & (self.ipc_mni - 1)
+    }
+
+    /// `ipcid_to_seqx`.
+    pub fn seq_of(&self, id: i32) -> u32 {
+        (id as u32) >> self.shift
+    }
+
+    /// `(seq << shift) + idx`.
+    pub fn make_id(&self, seq: u32, idx: u32) -> i32 {
+        ((seq << self.shift) + idx) as i32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts() {
+        let l = Layout::new(false, 1 << 30);
+        assert_eq!(l.ipc_mni, 32768);
+        assert_eq!(l.seq_max(), 65535);
+        assert_eq!(l.make_id(1, 0), 32768);
+        assert_eq!(l.idx_of(32770), 2);
+        assert_eq!(l.seq_of(32770), 1);
+        assert!(l.tables[1].slots >= l.tables[0].summary);
+        let e = Layout::new(true, 1 << 30);
+        assert_eq!(e.ipc_mni, 1 << 24);
+        assert_eq!(e.seq_max(), 127);
+        assert_eq!(e.min_cycle(), 4096);
+    }
+}

@@ -1,0 +1,148 @@
+//! The mapping of the arena file and typed views into it.
+//!
+//! # Safety
+//! The arena is a `MAP_SHARED` mapping that other processes write at any
+//! time. Views are only ever handed out as shared references to types made
+//! entirely of atomics and `UnsafeCell`s (the [`Shared`] marker), so
+//! concurrent writes by others are never a data race in Rust's sense, and
+//! every bit pattern of such a type is valid. Every offset is checked
+//! against the mapped length and the type's alignment before a reference is
+//! formed, so a corrupted arena yields errors, never out-of-bounds access.
+//! The mapping lives as long as the `Mapping`; references borrow it.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// Types that may live in the arena.
+///
+/// # Safety
+/// Implementors are `#[repr(C)]`, contain only atomics, `UnsafeCell`s
+/// holding plain data, and arrays of those, accept every bit pattern, and
+/// have no `Drop`.
+pub unsafe trait Shared: Sync {}
+
+/// Declares arena types [`Shared`]. Each use names types that satisfy the
+/// trait's contract: `#[repr(C)]`, atomics, `RobustMutex`es and arrays of
+/// them only, no `Drop` (the layout assertions beside each type pin it).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! shared_types {
+    ($($t:ty),* $(,)?) => {
+        $(
+            // SAFETY: the caller of shared_types! vouches for the contract
+            // of `Shared` (see arena/map.rs).
+            #[allow(unsafe_code)]
+            unsafe impl $crate::arena::map::Shared for $t {}
+        )*
+    };
+}
+
+/// A `MAP_SHARED` read-write mapping of a whole file.
+pub struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; all access goes through
+// `Shared` types, which are Sync.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `file`, which must be at least that long.
+    pub fn new(file: &File, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping chosen by the kernel; no existing memory
+        // is affected. The file is open for reading and writing.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            base: p.cast(),
+            len,
+        })
+    }
+
+    pub fn size(&self) -> usize {
+        self.len
+    }
+
+    /// A shared reference to the `T` at `off`, if it lies inside the
+    /// mapping and is aligned.
+    #[inline]
+    pub fn view<T: Shared>(&self, off: u64) -> Option<&T> {
+        let off = usize::try_from(off).ok()?;
+        let end = off.checked_add(core::mem::size_of::<T>())?;
+        if end > self.len || off % core::mem::align_of::<T>() != 0 {
+            return None;
+        }
+        // SAFETY: in bounds and aligned (checked above); `T: Shared` accepts
+        // any bits and tolerates concurrent writers; the reference borrows
+        // `self`, so the mapping outlives it.
+        Some(unsafe { &*self.base.add(off).cast::<T>() })
+    }
+
+    /// `n` consecutive `T`s at `off`.
+    #[inline]
+    pub fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Option<&[T]> {
+        let off = usize::try_from(off).ok()?;
+        let bytes = n.checked_mul(core::mem::size_of::<T>())?;
+        let end = off.checked_add(bytes)?;
+        if end > self.len || off % core::mem::align_of::<T>() != 0 {
+            return None;
+        }
+        // SAFETY: as in `view`, for `n` elements.
+        Some(unsafe { core::slice::from_raw_parts(self.base.add(off).cast::<T>(), n) })
+    }
+
+    /// Gives the pages of `[off, off + len)` back to the file system
+    /// (`fallocate(PUNCH_HOLE)` on the file): they read as zeros afterwards.
+    pub fn punch(&self, file: &File, off: u64, len: u64) -> io::Result<()> {
+        // SAFETY: an fallocate on our own descriptor; no memory is touched.
+        let r = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region mapped in `new`; no reference
+        // into it survives `self` (they borrow it).
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+// SAFETY: atomics accept every bit pattern and are Sync.
+unsafe impl Shared for core::sync::atomic::AtomicU8 {}
+// SAFETY: as above.
+unsafe impl Shared for core::sync::atomic::AtomicU16 {}
+// SAFETY: as above.
+unsafe impl Shared for core::sync::atomic::AtomicU32 {}
+// SAFETY: as above.
+unsafe impl Shared for core::sync::atomic::AtomicI32 {}
+// SAFETY: as above.
+unsafe impl Shared for core::sync::atomic::AtomicU64 {}
+// SAFETY: as above.
+unsafe impl Shared for core::sync::atomic::AtomicI64 {}

@@ -1,0 +1,254 @@
+//! The namespace arena: one sparse file, mapped `MAP_SHARED` by every
+//! participant, holding the header, the object tables and the heap.
+//!
+//! Creating an arena writes it completely under a temporary name and then
+//! links it to its final name, so that nobody ever attaches to a half-made
+//! one; attaching checks the magic number, the layout version and the sizes
+//! before anything else is read.
+
+pub mod header;
+pub mod layout;
+pub mod map;
+
+use crate::errno::Errno;
+use header::{FLAG_EXTEND, Header, LAYOUT_VERSION, MAGIC};
+use layout::{HEADER_SIZE, Layout, SLOT_SIZE};
+use map::{Mapping, Shared};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Why an arena could not be created or attached.
+#[derive(Debug, thiserror::Error)]
+pub enum ArenaError {
+    #[error("{path}: no such namespace")]
+    NotFound { path: PathBuf },
+    #[error("{path}: namespace exists already")]
+    Exists { path: PathBuf },
+    #[error("{path}: not an ipcns arena ({why})")]
+    NotAnArena { path: PathBuf, why: String },
+    #[error("{path}: arena layout version {found}, this ipcns reads version {expected}")]
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{0}")]
+    Errno(#[from] Errno),
+}
+
+/// How to make a new arena.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateOptions {
+    /// `ipcmni_extend`: 24-bit index, 7-bit sequence.
+    pub extend: bool,
+    /// Heap bytes (sparse: used pages only cost memory).
+    pub heap_size: u64,
+    /// File mode; the file's permissions are the security boundary.
+    pub mode: u32,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            extend: false,
+            heap_size: 4 << 30,
+            mode: 0o600,
+        }
+    }
+}
+
+/// A mapped arena.
+pub struct Arena {
+    path: PathBuf,
+    file: File,
+    map: Mapping,
+    layout: Layout,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ArenaError + '_ {
+    move |source| {
+        if source.kind() == io::ErrorKind::NotFound {
+            ArenaError::NotFound {
+                path: path.to_path_buf(),
+            }
+        } else {
+            ArenaError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    }
+}
+
+/// The inode of the caller's user namespace.
+pub fn own_userns() -> u64 {
+    std::fs::metadata("/proc/self/ns/user").map_or(0, |m| m.ino())
+}
+
+impl Arena {
+    /// Creates the arena at `path`; EEXIST-like [`ArenaError::Exists`] if
+    /// something is there already.
+    pub fn create(path: &Path, opts: CreateOptions) -> Result<Arena, ArenaError> {
+        let layout = Layout::new(opts.extend, opts.heap_size);
+        let tmp = path.with_extension(format!(
+            "tmp.{}.{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(opts.mode)
+            .open(&tmp)
+            .map_err(io_err(&tmp))?;
+        let result = (|| {
+            file.set_len(layout.size).map_err(io_err(&tmp))?;
+            let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
+            let arena = Arena {
+                path: path.to_path_buf(),
+                file,
+                map,
+                layout,
+            };
+            arena.init()?;
+            // Publish: link fails if the name is taken, so two creators
+            // cannot both win.
+            std::fs::hard_link(&tmp, path).map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    ArenaError::Exists {
+                        path: path.to_path_buf(),
+                    }
+                } else {
+                    io_err(path)(e)
+                }
+            })?;
+            Ok(arena)
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        result
+    }
+
+    /// Attaches to the arena at `path`.
+    pub fn open(path: &Path) -> Result<Arena, ArenaError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let not = |why: String| ArenaError::NotAnArena {
+            path: path.to_path_buf(),
+            why,
+        };
+        let len = file.metadata().map_err(io_err(path))?.len();
+        let mut head = [0u8; 64];
+        if len < HEADER_SIZE || file.read_exact(&mut head).is_err() {
+            return Err(not(format!("{len} bytes, too short")));
+        }
+        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+        if word(0) != MAGIC {
+            return Err(not("bad magic number".to_string()));
+        }
+        let version = word(8) as u32;
+        if version != LAYOUT_VERSION {
+            return Err(ArenaError::Version {
+                path: path.to_path_buf(),
+                found: version,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        let flags = (word(8) >> 32) as u32;
+        let size = word(16);
+        let heap_off = word(24);
+        let layout = Layout::new(flags & FLAG_EXTEND != 0, size.saturating_sub(heap_off));
+        if size != len || layout.heap_off != heap_off || layout.size != size {
+            return Err(not(format!(
+                "sizes disagree: file {len}, header {size}, heap at {heap_off}"
+            )));
+        }
+        let map = Mapping::new(&file, len as usize).map_err(io_err(path))?;
+        let arena = Arena {
+            path: path.to_path_buf(),
+            file,
+            map,
+            layout,
+        };
+        let h = arena.header();
+        if h.slot_size.load(Relaxed) != SLOT_SIZE as u32
+            || h.header_size.load(Relaxed) != HEADER_SIZE as u32
+        {
+            return Err(not("slot or header size differs".to_string()));
+        }
+        Ok(arena)
+    }
+
+    /// Writes a fresh header (the file is new and private to us).
+    fn init(&self) -> Result<(), ArenaError> {
+        let h = self.header();
+        let l = &self.layout;
+        h.version.store(LAYOUT_VERSION, Relaxed);
+        h.flags
+            .store(if l.extend { FLAG_EXTEND } else { 0 }, Relaxed);
+        h.size.store(l.size, Relaxed);
+        h.heap_off.store(l.heap_off, Relaxed);
+        h.slot_size.store(SLOT_SIZE as u32, Relaxed);
+        h.header_size.store(HEADER_SIZE as u32, Relaxed);
+        h.userns.store(own_userns(), Relaxed);
+        crate::limits::init_defaults(&h.limits);
+        for r in &h.registries {
+            r.lock.init()?;
+            r.last_idx.store(-1, Relaxed);
+            r.next_id.store(-1, Relaxed);
+            r.max_idx.store(-1, Relaxed);
+        }
+        h.heap.lock.init()?;
+        h.heap.top.store(l.heap_off, Relaxed);
+        h.heap.end.store(l.size, Relaxed);
+        // The magic last: a reader of a torn file sees no magic.
+        h.magic.store(MAGIC, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The arena's size in bytes (sparse: most of it is never backed).
+    pub fn size(&self) -> u64 {
+        self.map.size() as u64
+    }
+
+    pub fn header(&self) -> &Header {
+        self.map.view(0).expect("the header is in every arena")
+    }
+
+    /// The `T` at `off`; EFAULT-like error for an offset outside the arena
+    /// (a corrupted arena), never undefined behaviour.
+    pub fn view<T: Shared>(&self, off: u64) -> Result<&T, Errno> {
+        self.map.view(off).ok_or(Errno::EFAULT)
+    }
+
+    pub fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
+        self.map.view_slice(off, n).ok_or(Errno::EFAULT)
+    }
+
+    /// Returns the pages of a range to the file system (they read as zeros).
+    pub fn punch(&self, off: u64, len: u64) {
+        let _ = self.map.punch(&self.file, off, len);
+    }
+}

@@ -1,0 +1,195 @@
+//! Who is calling: effective ids, supplementary groups and the three
+//! capabilities SysV IPC consults, as the arena's user namespace sees them.
+//!
+//! Read once per process from /proc/self/status and cached; refreshed by
+//! [`refresh`] (the C ABI calls it from its set*id wrappers) and after fork.
+//! A caller in a child user namespace of the arena's has its ids translated
+//! down through its own maps (unmapped ids become 65534, as
+//! `from_kuid_munged` would show them) and holds no capability in the
+//! arena's namespace.
+
+use crate::arena::own_userns;
+use ipcns_idmap::IdMap;
+use ipcns_idmap::proc::{IdKind, Pid, read_map};
+use std::sync::{Arc, RwLock};
+
+/// CAP_IPC_OWNER, CAP_SYS_ADMIN, CAP_SYS_RESOURCE (linux/capability.h).
+const CAP_IPC_LOCK: u32 = 14;
+const CAP_IPC_OWNER: u32 = 15;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_SYS_RESOURCE: u32 = 24;
+
+/// The caller's credentials for one operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cred {
+    /// Thread group id (what Linux records in sempid, lspid, shm_cprid...).
+    pub pid: i32,
+    pub euid: u32,
+    pub egid: u32,
+    pub groups: Vec<u32>,
+    pub cap_ipc_owner: bool,
+    pub cap_sys_admin: bool,
+    pub cap_sys_resource: bool,
+    pub cap_ipc_lock: bool,
+    /// RLIMIT_MEMLOCK's soft limit in bytes (`u64::MAX` for unlimited).
+    pub memlock_limit: u64,
+    /// The caller's user namespace inode, and its maps when it is not the
+    /// arena's (for translating ids shown back to it).
+    pub userns: u64,
+    pub maps: Option<Arc<(IdMap, IdMap)>>,
+}
+
+impl Cred {
+    /// A credential for tests and tools: these ids, no capability.
+    pub fn user(pid: i32, euid: u32, egid: u32, groups: Vec<u32>) -> Cred {
+        Cred {
+            pid,
+            euid,
+            egid,
+            groups,
+            cap_ipc_owner: false,
+            cap_sys_admin: false,
+            cap_sys_resource: false,
+            cap_ipc_lock: false,
+            memlock_limit: 8 << 20,
+            userns: own_userns(),
+            maps: None,
+        }
+    }
+
+    /// Root with every capability.
+    pub fn root(pid: i32) -> Cred {
+        Cred {
+            cap_ipc_owner: true,
+            cap_sys_admin: true,
+            cap_sys_resource: true,
+            cap_ipc_lock: true,
+            ..Cred::user(pid, 0, 0, Vec::new())
+        }
+    }
+
+    /// `in_group_p(gid)`: the effective gid or a supplementary group.
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.egid == gid || self.groups.contains(&gid)
+    }
+
+    /// An id stored in the arena as the caller sees it (`from_kuid_munged`).
+    pub fn show_uid(&self, uid: u32) -> u32 {
+        match &self.maps {
+            None => uid,
+            Some(m) => m.0.map_up_or_overflow(uid),
+        }
+    }
+
+    pub fn show_gid(&self, gid: u32) -> u32 {
+        match &self.maps {
+            None => gid,
+            Some(m) => m.1.map_up_or_overflow(gid),
+        }
+    }
+
+    /// Reads the calling process's credentials, for an arena created in
+    /// user namespace `arena_ns`.
+    pub fn read_current(arena_ns: u64) -> std::io::Result<Cred> {
+        let status = std::fs::read_to_string("/proc/self/status")?;
+        let field = |name: &str| -> Vec<u64> {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| {
+                    v.split_whitespace()
+                        .filter_map(|x| {
+                            if name == "CapEff:" {
+                                u64::from_str_radix(x, 16).ok()
+                            } else {
+                                x.parse().ok()
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let pid = field("Tgid:").first().copied().unwrap_or(0) as i32;
+        let euid = field("Uid:").get(1).copied().unwrap_or(65534) as u32;
+        let egid = field("Gid:").get(1).copied().unwrap_or(65534) as u32;
+        let groups: Vec<u32> = field("Groups:").into_iter().map(|g| g as u32).collect();
+        let caps = field("CapEff:").first().copied().unwrap_or(0);
+        let userns = own_userns();
+        let mut cred = Cred {
+            pid,
+            euid,
+            egid,
+            groups,
+            cap_ipc_owner: caps & (1 << CAP_IPC_OWNER) != 0,
+            cap_sys_admin: caps & (1 << CAP_SYS_ADMIN) != 0,
+            cap_sys_resource: caps & (1 << CAP_SYS_RESOURCE) != 0,
+            cap_ipc_lock: caps & (1 << CAP_IPC_LOCK) != 0,
+            memlock_limit: memlock_limit(),
+            userns,
+            maps: None,
+        };
+        if arena_ns != 0 && userns != arena_ns {
+            // A child namespace: our maps lead to the arena's namespace.
+            let um = read_map(Pid::SelfProcess, IdKind::Uid)?;
+            let gm = read_map(Pid::SelfProcess, IdKind::Gid)?;
+            cred.euid = um.map_down_or_overflow(cred.euid);
+            cred.egid = gm.map_down_or_overflow(cred.egid);
+            cred.groups = cred
+                .groups
+                .iter()
+                .map(|&g| gm.map_down_or_overflow(g))
+                .collect();
+            cred.cap_ipc_owner = false;
+            cred.cap_sys_admin = false;
+            cred.cap_sys_resource = false;
+            cred.cap_ipc_lock = false;
+            cred.maps = Some(Arc::new((um, gm)));
+        }
+        Ok(cred)
+    }
+}
+
+/// RLIMIT_MEMLOCK's soft limit from /proc/self/limits.
+fn memlock_limit() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("Max locked memory"))
+                .and_then(|l| {
+                    let soft = l["Max locked memory".len()..].split_whitespace().next()?;
+                    Some(if soft == "unlimited" {
+                        u64::MAX
+                    } else {
+                        soft.parse().ok()?
+                    })
+                })
+        })
+        .unwrap_or(u64::MAX)
+}
+
+static CACHE: RwLock<Option<(u64, Arc<Cred>)>> = RwLock::new(None);
+
+/// The calling process's credentials, cached; read from /proc the first
+/// time, after [`refresh`], and in a new process after fork.
+pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
+    let pid = std::process::id() as i32;
+    if let Some((ns, c)) = CACHE.read().ok().and_then(|g| g.clone())
+        && ns == arena_ns
+        && c.pid == pid
+    {
+        return Ok(c);
+    }
+    let c = Arc::new(Cred::read_current(arena_ns)?);
+    if let Ok(mut g) = CACHE.write() {
+        *g = Some((arena_ns, c.clone()));
+    }
+    Ok(c)
+}
+
+/// Forgets the cached credentials (after setuid, setgid, setgroups, capset).
+pub fn refresh() {
+    if let Ok(mut g) = CACHE.write() {
+        *g = None;
+    }
+}

@@ -1,0 +1,68 @@
+//! The kernel's error numbers, as the core returns them.
+
+use core::fmt;
+
+/// A Linux errno. `#[repr(transparent)]`: the C ABI sets `errno` from it
+/// without loss.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+macro_rules! errnos {
+    ($($name:ident),* $(,)?) => {
+        impl Errno {
+            $(#[doc = concat!("`", stringify!($name), "`")] pub const $name: Errno = Errno(libc::$name);)*
+
+            /// The symbolic name, e.g. `"EINVAL"`.
+            pub fn name(self) -> &'static str {
+                match self.0 {
+                    $(libc::$name => stringify!($name),)*
+                    _ => "E?",
+                }
+            }
+        }
+    };
+}
+
+errnos!(
+    EPERM, ENOENT, ESRCH, EINTR, E2BIG, EAGAIN, ENOMEM, EACCES, EFAULT, EEXIST, EINVAL, EFBIG,
+    ENOSPC, ERANGE, ENOMSG, EIDRM, EOVERFLOW, ENOSYS,
+);
+
+impl Errno {
+    /// The raw number.
+    pub const fn raw(self) -> i32 {
+        self.0
+    }
+
+    /// The errno of the last failed libc call on this thread.
+    pub fn last() -> Errno {
+        Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
+    }
+}
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            self.name(),
+            std::io::Error::from_raw_os_error(self.0)
+        )
+    }
+}
+
+impl std::error::Error for Errno {}
+
+/// `Result<T, Errno>`.
+pub type SysResult<T> = Result<T, Errno>;

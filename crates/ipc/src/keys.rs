@@ -1,0 +1,163 @@
+//! The key table of one mechanism: an open-addressing hash table from key
+//! to index in the heap (seeds 001, 002: a lookup is a hash, not a scan).
+//! `IPC_PRIVATE` is never entered. Linear probing with backward-shift
+//! deletion (no tombstones), grown by doubling to stay at most half full.
+//!
+//! Lock state: every function expects the registry lock held and leaves it
+//! held. After a holder's death the table is rebuilt from the objects.
+
+use crate::arena::Arena;
+use crate::arena::header::Registry;
+use crate::errno::Errno;
+use crate::heap;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+const MIN_CAP: u32 = 64;
+
+fn entry(key: i32, idx: u32) -> u64 {
+    (u64::from(key as u32) << 32) | (u64::from(idx) + 1)
+}
+
+fn entry_key(e: u64) -> i32 {
+    (e >> 32) as u32 as i32
+}
+
+fn entry_idx(e: u64) -> u32 {
+    (e as u32) - 1
+}
+
+fn home(key: i32, cap: u32) -> u32 {
+    // Fibonacci hashing of the 32-bit key into `cap` (a power of two) slots.
+    ((u64::from(key as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> (64 - cap.trailing_zeros()))
+        as u32
+}
+
+fn table<'a>(a: &'a Arena, reg: &Registry) -> Result<Option<&'a [AtomicU64]>, Errno> {
+    let off = reg.keys_off.load(Relaxed);
+    if off == 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        a.view_slice(off, reg.keys_cap.load(Relaxed) as usize)?,
+    ))
+}
+
+/// The index of the object with `key`.
+pub fn get(a: &Arena, reg: &Registry, key: i32) -> Result<Option<u32>, Errno> {
+    let Some(t) = table(a, reg)? else {
+        return Ok(None);
+    };
+    let cap = t.len() as u32;
+    let mut i = home(key, cap);
+    loop {
+        let e = t[i as usize].load(Relaxed);
+        if e == 0 {
+            return Ok(None);
+        }
+        if entry_key(e) == key {
+            return Ok(Some(entry_idx(e)));
+        }
+        i = (i + 1) & (cap - 1);
+    }
+}
+
+fn place(t: &[AtomicU64], key: i32, idx: u32) {
+    let cap = t.len() as u32;
+    let mut i = home(key, cap);
+    while t[i as usize].load(Relaxed) != 0 {
+        i = (i + 1) & (cap - 1);
+    }
+    t[i as usize].store(entry(key, idx), Relaxed);
+}
+
+/// Enters `key -> idx` (the key must not be present). ENOMEM if the table
+/// cannot grow.
+pub fn insert(a: &Arena, reg: &Registry, key: i32, idx: u32) -> Result<(), Errno> {
+    let len = reg.keys_len.load(Relaxed);
+    if (len + 1) * 2 > reg.keys_cap.load(Relaxed) {
+        let entries: Vec<(i32, u32)> = match table(a, reg)? {
+            Some(t) => t
+                .iter()
+                .map(|e| e.load(Relaxed))
+                .filter(|&e| e != 0)
+                .map(|e| (entry_key(e), entry_idx(e)))
+                .collect(),
+            None => Vec::new(),
+        };
+        rebuild(a, reg, entries.into_iter())?;
+    }
+    let t = table(a, reg)?.ok_or(Errno::ENOMEM)?;
+    place(t, key, idx);
+    reg.keys_len.store(len + 1, Relaxed);
+    Ok(())
+}
+
+/// Removes `key` if present.
+pub fn remove(a: &Arena, reg: &Registry, key: i32) -> Result<(), Errno> {
+    let Some(t) = table(a, reg)? else {
+        return Ok(());
+    };
+    let cap = t.len() as u32;
+    let mask = cap - 1;
+    let mut i = home(key, cap);
+    loop {
+        let e = t[i as usize].load(Relaxed);
+        if e == 0 {
+            return Ok(());
+        }
+        if entry_key(e) == key {
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    // Backward shift: move later members of the probe run into the hole
+    // when their home position allows it.
+    let mut hole = i;
+    let mut j = (i + 1) & mask;
+    loop {
+        let e = t[j as usize].load(Relaxed);
+        if e == 0 {
+            break;
+        }
+        let h = home(entry_key(e), cap);
+        // Can `e` (home h) move to `hole`? Yes unless h lies cyclically in (hole, j].
+        let between = if hole <= j {
+            hole < h && h <= j
+        } else {
+            hole < h || h <= j
+        };
+        if !between {
+            t[hole as usize].store(e, Relaxed);
+            hole = j;
+        }
+        j = (j + 1) & mask;
+    }
+    t[hole as usize].store(0, Relaxed);
+    reg.keys_len
+        .store(reg.keys_len.load(Relaxed).saturating_sub(1), Relaxed);
+    Ok(())
+}
+
+/// Replaces the table with a fresh one holding `entries`, sized for them.
+pub fn rebuild(
+    a: &Arena,
+    reg: &Registry,
+    entries: impl ExactSizeIterator<Item = (i32, u32)>,
+) -> Result<(), Errno> {
+    let n = entries.len() as u32;
+    let cap = ((n + 1) * 4).next_power_of_two().max(MIN_CAP);
+    let off = heap::alloc(a, u64::from(cap) * 8)?;
+    let t: &[AtomicU64] = a.view_slice(off, cap as usize)?;
+    for (k, i) in entries {
+        place(t, k, i);
+    }
+    let (old_off, old_cap) = (reg.keys_off.load(Relaxed), reg.keys_cap.load(Relaxed));
+    reg.keys_off.store(off, Relaxed);
+    reg.keys_cap.store(cap, Relaxed);
+    reg.keys_len.store(n, Relaxed);
+    if old_off != 0 {
+        heap::free(a, old_off, u64::from(old_cap) * 8)?;
+    }
+    Ok(())
+}

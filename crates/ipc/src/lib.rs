@@ -1,0 +1,35 @@
+//! # ipcns: System V IPC namespaces in user space
+//!
+//! A namespace is an arena file mapped by every participant; semaphore
+//! sets, message queues and shared memory segments live in it with Linux's
+//! exact ids (seed 000's cyclic allocation), hashed keys (seeds 001, 002),
+//! checks, errnos and structures.
+//!
+//! Lock order: registry -> object -> heap; several objects in ascending idx.
+
+pub mod abi;
+pub mod arena;
+pub mod creds;
+mod ctl;
+mod errno;
+mod heap;
+mod ids;
+mod keys;
+pub mod limits;
+mod lock;
+pub mod msg;
+pub mod namespace;
+mod object;
+mod perm;
+mod procfs;
+mod registry;
+pub mod sem;
+pub mod shm;
+mod sysctl;
+pub use sysctl::NAMES as SYSCTLS;
+mod time;
+
+pub use arena::{ArenaError, CreateOptions};
+pub use creds::Cred;
+pub use errno::{Errno, SysResult};
+pub use namespace::Namespace;

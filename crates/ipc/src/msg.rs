@@ -1,0 +1,200 @@
+//! Message queues: `msgget` and `msgctl` (ipc/msg.c). `msgsnd` and
+//! `msgrcv` arrive with the operations.
+//!
+//! # Protocol
+//! As sem.rs: msgget under the registry lock; IPC_SET and IPC_RMID take the
+//! registry lock then the queue lock; STAT looks up without the registry
+//! lock, checks permission, locks the queue and checks it is alive.
+//! Registry counters: `used` = bytes queued, `used2` = messages queued, in
+//! the whole namespace (MSG_INFO's msgtql and msgmap).
+
+use crate::abi::{self, msginfo, msqid64_ds};
+use crate::arena::Arena;
+use crate::arena::layout::Mech;
+use crate::creds::Cred;
+use crate::ctl;
+use crate::errno::{Errno, SysResult};
+use crate::heap;
+use crate::namespace::Namespace;
+use crate::object::MsgSlot;
+use crate::registry::{IPC_PRIVATE, Kind, Reg};
+use crate::time::now;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+/// MSGPOOL, MSGMAP, MSGTQL, MSGSSZ, MSGSEG as IPC_INFO reports them.
+const MSGPOOL: i32 = 512_000;
+const MSGMAP: i32 = 16384;
+const MSGTQL: i32 = 16384;
+const MSGSSZ: i32 = 16;
+const MSGSEG: u16 = 0xffff;
+
+/// A queued message in the heap: `[next, mtype, size]` then the text.
+pub(crate) const MSG_HEADER: u64 = 24;
+
+pub(crate) struct MsgKind;
+
+impl Kind for MsgKind {
+    type Slot = MsgSlot;
+    const MECH: Mech = Mech::Msg;
+
+    fn usage(_a: &Arena, s: &MsgSlot) -> (u64, u64) {
+        (s.cbytes.load(Relaxed), s.qnum.load(Relaxed))
+    }
+
+    fn release(a: &Arena, s: &MsgSlot) {
+        // Free the messages one by one, unlinking each first.
+        loop {
+            let m = s.first.load(Relaxed);
+            if m == 0 {
+                break;
+            }
+            let Ok(w) = a.view_slice::<AtomicU64>(m, 3) else {
+                break;
+            };
+            s.first.store(w[0].load(Relaxed), Relaxed);
+            let _ = heap::free(a, m, MSG_HEADER + w[2].load(Relaxed));
+        }
+        s.last.store(0, Relaxed);
+        s.cbytes.store(0, Relaxed);
+        s.qnum.store(0, Relaxed);
+    }
+
+    fn repair_object(_a: &Arena, _s: &MsgSlot) -> Result<(), Errno> {
+        // No multi-word update under the queue lock yet.
+        Ok(())
+    }
+}
+
+impl Namespace {
+    /// `msgget(key, msgflg)`.
+    ///
+    /// ipc/msg.c `ksys_msgget`, `newque`; ipc/util.c `ipcget_public`.
+    pub fn msgget(&self, cred: &Cred, key: i32, msgflg: i32) -> SysResult<i32> {
+        let a = self.arena();
+        let lim = &a.header().limits;
+        let reg = Reg::lock::<MsgKind>(a)?;
+        if key != IPC_PRIVATE
+            && let Some(idx) = reg.find_key(key)?
+        {
+            if msgflg & abi::IPC_CREAT != 0 && msgflg & abi::IPC_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            // msg has no more_checks.
+            return ctl::existing::<MsgKind>(a, cred, idx, msgflg, |_| Ok(()));
+        }
+        if key != IPC_PRIVATE && msgflg & abi::IPC_CREAT == 0 {
+            return Err(Errno::ENOENT);
+        }
+        reg.create::<MsgKind>(lim.msgmni.load(Relaxed), key, |s| {
+            ctl::init_head(cred, &s.head, msgflg, now());
+            // newque: "msq->q_qbytes = ns->msg_ctlmnb".
+            s.qbytes
+                .store(lim.msgmnb.load(Relaxed) as u32 as u64, Relaxed);
+            s.cbytes.store(0, Relaxed);
+            s.qnum.store(0, Relaxed);
+            s.lspid.store(0, Relaxed);
+            s.lrpid.store(0, Relaxed);
+            s.stime.store(0, Relaxed);
+            s.rtime.store(0, Relaxed);
+            s.first.store(0, Relaxed);
+            s.last.store(0, Relaxed);
+            s.senders.store(0, Relaxed);
+            s.receivers.store(0, Relaxed);
+            Ok(())
+        })
+    }
+
+    /// `msgctl(msqid, cmd, buf)`.
+    ///
+    /// ipc/msg.c `ksys_msgctl`, `msgctl_info`, `msgctl_stat`, `msgctl_down`.
+    pub fn msgctl(&self, cred: &Cred, msqid: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32> {
+        let a = self.arena();
+        // "if (msqid < 0 || cmd < 0) return -EINVAL".
+        if msqid < 0 || cmd < 0 {
+            return Err(Errno::EINVAL);
+        }
+        match cmd {
+            abi::IPC_INFO | abi::MSG_INFO => {
+                let MsgArg::Info(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                let l = &a.header().limits;
+                *out = msginfo {
+                    msgmni: l.msgmni.load(Relaxed),
+                    msgmax: l.msgmax.load(Relaxed),
+                    msgmnb: l.msgmnb.load(Relaxed),
+                    msgssz: MSGSSZ,
+                    msgseg: MSGSEG,
+                    ..msginfo::default()
+                };
+                let reg = Reg::lock::<MsgKind>(a)?;
+                if cmd == abi::MSG_INFO {
+                    out.msgpool = reg.r.in_use.load(Relaxed) as i32;
+                    out.msgmap = reg.r.used2.load(Relaxed).min(i32::MAX as u64) as i32;
+                    out.msgtql = reg.r.used.load(Relaxed).min(i32::MAX as u64) as i32;
+                } else {
+                    out.msgpool = MSGPOOL;
+                    out.msgmap = MSGMAP;
+                    out.msgtql = MSGTQL;
+                }
+                Ok(ctl::info_maxidx(&reg))
+            }
+            abi::IPC_STAT | abi::MSG_STAT | abi::MSG_STAT_ANY => {
+                let MsgArg::Ds(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                *out = msqid64_ds::default();
+                let (id, s, _g) = ctl::stat_lookup::<MsgKind>(
+                    a,
+                    cred,
+                    msqid,
+                    cmd != abi::IPC_STAT,
+                    cmd == abi::MSG_STAT_ANY,
+                )?;
+                out.msg_perm = ctl::perm_out(cred, &s.head);
+                out.msg_stime = s.stime.load(Relaxed);
+                out.msg_rtime = s.rtime.load(Relaxed);
+                out.msg_ctime = s.head.ctime.load(Relaxed);
+                out.msg_cbytes = s.cbytes.load(Relaxed);
+                out.msg_qnum = s.qnum.load(Relaxed);
+                out.msg_qbytes = s.qbytes.load(Relaxed);
+                out.msg_lspid = s.lspid.load(Relaxed);
+                out.msg_lrpid = s.lrpid.load(Relaxed);
+                Ok(if cmd == abi::IPC_STAT { 0 } else { id })
+            }
+            abi::IPC_SET => {
+                let MsgArg::Ds(ds) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                let ds = *ds;
+                ctl::down::<MsgKind, _>(a, cred, msqid, |_, _, s| {
+                    // msgctl_down: the new size passes through 32 bits and
+                    // is compared unsigned with msgmnb; raising it above
+                    // needs CAP_SYS_RESOURCE.
+                    let qb = ds.msg_qbytes as u32;
+                    let mnb = a.header().limits.msgmnb.load(Relaxed) as u32;
+                    if qb > mnb && !cred.cap_sys_resource {
+                        return Err(Errno::EPERM);
+                    }
+                    ctl::update_perm(cred, &s.head, &ds.msg_perm)?;
+                    s.qbytes.store(u64::from(qb), Relaxed);
+                    s.head.ctime.store(now(), Relaxed);
+                    Ok(0)
+                })
+            }
+            abi::IPC_RMID => ctl::down::<MsgKind, _>(a, cred, msqid, |reg, idx, _| {
+                reg.remove::<MsgKind>(idx)?;
+                Ok(0)
+            }),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}
+
+/// The last argument of `msgctl`, typed; the wrong kind is EFAULT.
+pub enum MsgArg<'a> {
+    None,
+    Ds(&'a mut msqid64_ds),
+    Info(&'a mut msginfo),
+}

@@ -1,0 +1,160 @@
+//! The object slots: one fixed-size record per index and mechanism, holding
+//! `struct kern_ipc_perm` and the mechanism's own fields. A slot is never
+//! anything but a slot of its mechanism (type-stable memory), so a lookup
+//! without the registry lock may lock it and then check that it is still
+//! the object it wanted, as Linux does under RCU.
+//!
+//! Field ownership: `state` and `seq` change only under both the registry
+//! lock and the object lock; every other field under the object lock
+//! (creation fills them under the registry lock before publishing `state`).
+
+use crate::arena::map::Shared;
+use crate::lock::RobustMutex;
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64};
+
+/// `state`: unused.
+pub const FREE: u32 = 0;
+/// `state`: being created by the registry holder; not yet visible.
+pub const CREATING: u32 = 1;
+/// `state`: a live object.
+pub const LIVE: u32 = 2;
+/// `state`: being removed by the registry holder; already invisible.
+pub const DELETING: u32 = 3;
+
+/// `struct kern_ipc_perm`, as ipcns keeps it.
+///
+/// # Layout
+/// 96 bytes: `lock` @0, `state` @48, `seq` @52, `key` @56, `uid` @60,
+/// `gid` @64, `cuid` @68, `cgid` @72, `mode` @76, `ctime` @80, `spare` @88.
+#[repr(C, align(8))]
+pub struct Head {
+    pub lock: RobustMutex,
+    pub state: AtomicU32,
+    pub seq: AtomicU32,
+    pub key: AtomicI32,
+    /// Owner and creator ids, as the arena's creating user namespace sees them.
+    pub uid: AtomicU32,
+    pub gid: AtomicU32,
+    pub cuid: AtomicU32,
+    pub cgid: AtomicU32,
+    /// `mode & S_IRWXUGO`, plus SHM_DEST / SHM_LOCKED for segments.
+    pub mode: AtomicU32,
+    /// Last change time (seconds), for every mechanism.
+    pub ctime: AtomicI64,
+    pub spare: AtomicU64,
+}
+
+/// Semaphores kept inside the slot (sets of up to this many need no heap).
+pub const INLINE_SEMS: usize = 6;
+
+/// One semaphore: `struct sem`'s value and last pid.
+///
+/// # Layout
+/// 8 bytes.
+#[repr(C, align(8))]
+pub struct Sem {
+    pub semval: AtomicI32,
+    pub sempid: AtomicI32,
+}
+
+/// A semaphore set (`struct sem_array`).
+///
+/// # Layout
+/// 192 bytes: head, `nsems` @96, `otime` @104, `base` @112, `queue` @120,
+/// `journal_op` @128, `journal_off` @136, `inline` @144.
+#[repr(C, align(64))]
+pub struct SemSlot {
+    pub head: Head,
+    pub nsems: AtomicU32,
+    pub flags: AtomicU32,
+    pub otime: AtomicI64,
+    /// Heap offset of the `Sem` array, or 0 when it is `inline`.
+    pub base: AtomicU64,
+    /// Waiters (semop), head of a list in the heap; 0 = none.
+    pub queue: AtomicU64,
+    /// Roll-forward journal for multi-word updates (SETALL).
+    pub journal_op: AtomicU32,
+    pub journal_len: AtomicU32,
+    pub journal_off: AtomicU64,
+    pub inline: [Sem; INLINE_SEMS],
+}
+
+/// A message queue (`struct msg_queue`).
+///
+/// # Layout
+/// 192 bytes: head, `qbytes` @96, `cbytes` @104, `qnum` @112, `lspid` @120,
+/// `lrpid` @124, `stime` @128, `rtime` @136, `first` @144, `last` @152.
+#[repr(C, align(64))]
+pub struct MsgSlot {
+    pub head: Head,
+    pub qbytes: AtomicU64,
+    pub cbytes: AtomicU64,
+    pub qnum: AtomicU64,
+    pub lspid: AtomicI32,
+    pub lrpid: AtomicI32,
+    pub stime: AtomicI64,
+    pub rtime: AtomicI64,
+    /// The message list (heap offsets), oldest first.
+    pub first: AtomicU64,
+    pub last: AtomicU64,
+    /// Waiting senders and receivers (msgsnd/msgrcv).
+    pub senders: AtomicU64,
+    pub receivers: AtomicU64,
+    pub spare: [AtomicU64; 2],
+}
+
+/// A shared memory segment (`struct shmid_kernel`).
+///
+/// # Layout
+/// 192 bytes: head, `size` @96, `atime` @104, `dtime` @112, `cpid` @120,
+/// `lpid` @124, `nattch` @128, `creator_ns` @136.
+#[repr(C, align(64))]
+pub struct ShmSlot {
+    pub head: Head,
+    pub size: AtomicU64,
+    pub atime: AtomicI64,
+    pub dtime: AtomicI64,
+    pub cpid: AtomicI32,
+    pub lpid: AtomicI32,
+    pub nattch: AtomicU64,
+    pub spare: [AtomicU64; 6],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Head>() == 96);
+    assert!(offset_of!(Head, state) == 48);
+    assert!(offset_of!(Head, key) == 56);
+    assert!(offset_of!(Head, ctime) == 80);
+    assert!(size_of::<SemSlot>() == crate::arena::layout::SLOT_SIZE as usize);
+    assert!(offset_of!(SemSlot, nsems) == 96);
+    assert!(offset_of!(SemSlot, inline) == 144);
+    assert!(size_of::<MsgSlot>() == crate::arena::layout::SLOT_SIZE as usize);
+    assert!(offset_of!(MsgSlot, first) == 144);
+    assert!(size_of::<ShmSlot>() == crate::arena::layout::SLOT_SIZE as usize);
+    assert!(offset_of!(ShmSlot, nattch) == 128);
+};
+
+// repr(C), atomics and RobustMutex only, no Drop; any bits are valid.
+crate::shared_types!(Head, Sem, SemSlot, MsgSlot, ShmSlot);
+
+/// A slot type with its `Head` first.
+pub trait Slot: Shared {
+    fn head(&self) -> &Head;
+}
+
+impl Slot for SemSlot {
+    fn head(&self) -> &Head {
+        &self.head
+    }
+}
+impl Slot for MsgSlot {
+    fn head(&self) -> &Head {
+        &self.head
+    }
+}
+impl Slot for ShmSlot {
+    fn head(&self) -> &Head {
+        &self.head
+    }
+}

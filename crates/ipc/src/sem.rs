@@ -1,0 +1,400 @@
+//! Semaphore sets: `semget` and `semctl` (ipc/sem.c). `semop` arrives with
+//! the operations.
+//!
+//! # Protocol
+//! semget: registry lock, key lookup, checks, create (`newary`). semctl:
+//! IPC_RMID and IPC_SET take the registry lock then the object lock
+//! (`semctl_down`); every other command looks the set up without the
+//! registry lock, checks permission, locks the set and checks it is still
+//! alive (EIDRM otherwise). SETALL writes its new values to a journal first
+//! and applies them under the object lock, so that a holder killed midway
+//! is rolled forward by the next locker.
+
+use crate::abi::{self, semid64_ds, seminfo};
+use crate::arena::Arena;
+use crate::arena::layout::Mech;
+use crate::creds::Cred;
+use crate::ctl;
+use crate::errno::{Errno, SysResult};
+use crate::heap;
+use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
+use crate::namespace::Namespace;
+use crate::object::{INLINE_SEMS, Sem, SemSlot};
+use crate::perm::{self, S_IRUGO, S_IWUGO};
+use crate::registry::{IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
+use crate::time::now;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+/// SEMUSZ (sizeof(struct sem_undo)) as Linux reports it in IPC_INFO.
+const SEMUSZ: i32 = 20;
+const JOURNAL_SETALL: u32 = 1;
+
+pub(crate) struct SemKind;
+
+impl Kind for SemKind {
+    type Slot = SemSlot;
+    const MECH: Mech = Mech::Sem;
+
+    fn usage(_a: &Arena, s: &SemSlot) -> (u64, u64) {
+        (u64::from(s.nsems.load(Relaxed)), 0)
+    }
+
+    fn release(a: &Arena, s: &SemSlot) {
+        let base = s.base.swap(0, Relaxed);
+        if base != 0 {
+            let _ = heap::free(a, base, sems_bytes(s.nsems.load(Relaxed)));
+        }
+        clear_journal(a, s);
+    }
+
+    fn repair_object(a: &Arena, s: &SemSlot) -> Result<(), Errno> {
+        if s.journal_op.load(Relaxed) == JOURNAL_SETALL {
+            // Roll forward: the new values are all in the journal.
+            let n = s.journal_len.load(Relaxed) as usize;
+            let vals: &[AtomicU64] = a.view_slice(s.journal_off.load(Relaxed), n)?;
+            let sems = sems(a, s)?;
+            for (sem, v) in sems.iter().zip(vals) {
+                let v = v.load(Relaxed);
+                sem.semval.store(v as u16 as i32, Relaxed);
+                sem.sempid.store((v >> 32) as i32, Relaxed);
+            }
+        }
+        clear_journal(a, s);
+        Ok(())
+    }
+}
+
+fn clear_journal(a: &Arena, s: &SemSlot) {
+    s.journal_op.store(0, Relaxed);
+    let off = s.journal_off.swap(0, Relaxed);
+    if off != 0 {
+        let _ = heap::free(a, off, u64::from(s.journal_len.load(Relaxed)) * 8);
+    }
+}
+
+fn sems_bytes(nsems: u32) -> u64 {
+    u64::from(nsems) * core::mem::size_of::<Sem>() as u64
+}
+
+/// The semaphores of a set: inline, or the heap array.
+fn sems<'a>(a: &'a Arena, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
+    let n = s.nsems.load(Relaxed) as usize;
+    let base = s.base.load(Relaxed);
+    if base == 0 {
+        s.inline.get(..n).ok_or(Errno::EFAULT)
+    } else {
+        a.view_slice(base, n)
+    }
+}
+
+/// The last argument of `semctl`, typed. A command given an argument of
+/// the wrong kind fails with EFAULT, as a bad pointer would.
+pub enum SemArg<'a> {
+    None,
+    Val(i32),
+    Ds(&'a mut semid64_ds),
+    Info(&'a mut seminfo),
+    Array(&'a mut [u16]),
+}
+
+impl Namespace {
+    /// `semget(key, nsems, semflg)`.
+    ///
+    /// ipc/sem.c `ksys_semget`, `newary`, `sem_more_checks`; ipc/util.c
+    /// `ipcget_public`.
+    pub fn semget(&self, cred: &Cred, key: i32, nsems: i32, semflg: i32) -> SysResult<i32> {
+        let a = self.arena();
+        let lim = &a.header().limits;
+        // ksys_semget: "if (nsems < 0 || nsems > ns->sc_semmsl) return -EINVAL".
+        if nsems < 0 || nsems > lim.semmsl.load(Relaxed) {
+            return Err(Errno::EINVAL);
+        }
+        let reg = Reg::lock::<SemKind>(a)?;
+        if key != IPC_PRIVATE
+            && let Some(idx) = reg.find_key(key)?
+        {
+            // ipcget_public, key present: EEXIST, then more_checks, then ipcperms.
+            if semflg & abi::IPC_CREAT != 0 && semflg & abi::IPC_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            // sem_more_checks: "if (sma->sem_nsems < params->u.nsems) return -EINVAL".
+            return ctl::existing::<SemKind>(a, cred, idx, semflg, |s| {
+                if (s.nsems.load(Relaxed) as i32) < nsems {
+                    Err(Errno::EINVAL)
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        // ipcget_public, key absent: "if (!(flg & IPC_CREAT)) err = -ENOENT".
+        if key != IPC_PRIVATE && semflg & abi::IPC_CREAT == 0 {
+            return Err(Errno::ENOENT);
+        }
+        // newary: "if (!nsems) return -EINVAL".
+        if nsems == 0 {
+            return Err(Errno::EINVAL);
+        }
+        // newary: "if (ns->used_sems + nsems > ns->sc_semmns) return -ENOSPC".
+        if reg.r.used.load(Relaxed) + nsems as u64 > lim.semmns.load(Relaxed).max(0) as u64 {
+            return Err(Errno::ENOSPC);
+        }
+        // The array, before an index is taken (sem_alloc precedes ipc_addid).
+        let n = nsems as u32;
+        let base = if n as usize > INLINE_SEMS {
+            heap::alloc(a, sems_bytes(n))?
+        } else {
+            0
+        };
+        let stored = core::cell::Cell::new(false);
+        let created = reg.create::<SemKind>(lim.semmni.load(Relaxed), key, |s| {
+            ctl::init_head(cred, &s.head, semflg, now());
+            s.nsems.store(n, Relaxed);
+            s.base.store(base, Relaxed);
+            stored.set(true);
+            s.otime.store(0, Relaxed);
+            s.queue.store(0, Relaxed);
+            s.journal_op.store(0, Relaxed);
+            s.journal_off.store(0, Relaxed);
+            for sem in &s.inline {
+                sem.semval.store(0, Relaxed);
+                sem.sempid.store(0, Relaxed);
+            }
+            Ok(())
+        });
+        // A failure before the slot took the array leaves it to us.
+        if created.is_err() && base != 0 && !stored.get() {
+            let _ = heap::free(a, base, sems_bytes(n));
+        }
+        created
+    }
+
+    /// `semctl(semid, semnum, cmd, arg)`.
+    ///
+    /// ipc/sem.c `ksys_semctl`, `semctl_info`, `semctl_stat`, `semctl_main`,
+    /// `semctl_setval`, `semctl_down`.
+    pub fn semctl(
+        &self,
+        cred: &Cred,
+        semid: i32,
+        semnum: i32,
+        cmd: i32,
+        arg: SemArg<'_>,
+    ) -> SysResult<i32> {
+        let a = self.arena();
+        // ksys_semctl: "if (semid < 0) return -EINVAL".
+        if semid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        match cmd {
+            abi::IPC_INFO | abi::SEM_INFO => {
+                let SemArg::Info(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                self.sem_info(cmd, out)
+            }
+            abi::IPC_STAT | abi::SEM_STAT | abi::SEM_STAT_ANY => {
+                let SemArg::Ds(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                sem_stat(a, cred, semid, cmd, out)
+            }
+            abi::GETALL | abi::GETVAL | abi::GETPID | abi::GETNCNT | abi::GETZCNT | abi::SETALL => {
+                sem_main(a, cred, semid, semnum, cmd, arg)
+            }
+            abi::SETVAL => {
+                // The value is the low 32 bits of the argument word.
+                let val = match arg {
+                    SemArg::Val(v) => v,
+                    SemArg::None => 0,
+                    _ => return Err(Errno::EFAULT),
+                };
+                sem_setval(a, cred, semid, semnum, val)
+            }
+            abi::IPC_SET | abi::IPC_RMID => {
+                let set = match (cmd, arg) {
+                    (abi::IPC_SET, SemArg::Ds(ds)) => Some(*ds),
+                    (abi::IPC_SET, _) => return Err(Errno::EFAULT),
+                    _ => None,
+                };
+                sem_down(a, cred, semid, set.as_ref())
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// semctl_info.
+    fn sem_info(&self, cmd: i32, out: &mut seminfo) -> SysResult<i32> {
+        let a = self.arena();
+        let l = &a.header().limits;
+        let r = &a.header().registries[Mech::Sem as usize];
+        *out = seminfo {
+            semmni: l.semmni.load(Relaxed),
+            semmns: l.semmns.load(Relaxed),
+            semmsl: l.semmsl.load(Relaxed),
+            semopm: l.semopm.load(Relaxed),
+            semvmx: SEMVMX,
+            // SEMMNU, SEMMAP and SEMUME are the compile-time constants.
+            semmnu: SEMMNS,
+            semmap: SEMMNS,
+            semume: SEMOPM,
+            ..seminfo::default()
+        };
+        let reg = Reg::lock::<SemKind>(a)?;
+        if cmd == abi::SEM_INFO {
+            out.semusz = r.in_use.load(Relaxed) as i32;
+            out.semaem = r.used.load(Relaxed) as i32;
+        } else {
+            out.semusz = SEMUSZ;
+            out.semaem = SEMAEM;
+        }
+        Ok(ctl::info_maxidx(&reg))
+    }
+}
+
+/// semctl_stat.
+fn sem_stat(a: &Arena, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) -> SysResult<i32> {
+    *out = semid64_ds::default();
+    let (id, s, _g) = ctl::stat_lookup::<SemKind>(
+        a,
+        cred,
+        semid,
+        cmd != abi::IPC_STAT,
+        cmd == abi::SEM_STAT_ANY,
+    )?;
+    out.sem_perm = ctl::perm_out(cred, &s.head);
+    out.sem_otime = s.otime.load(Relaxed);
+    out.sem_ctime = s.head.ctime.load(Relaxed);
+    out.sem_nsems = u64::from(s.nsems.load(Relaxed));
+    // IPC_STAT returns 0 ("as defined in SUS"); SEM_STAT(_ANY) the full id.
+    Ok(if cmd == abi::IPC_STAT { 0 } else { id })
+}
+
+/// semctl_main.
+fn sem_main(
+    a: &Arena,
+    cred: &Cred,
+    semid: i32,
+    semnum: i32,
+    cmd: i32,
+    arg: SemArg<'_>,
+) -> SysResult<i32> {
+    let (_, s) = obtain::<SemKind>(a, semid)?;
+    let nsems = s.nsems.load(Relaxed) as i32;
+    perm::ipcperms(
+        cred,
+        &s.head,
+        if cmd == abi::SETALL { S_IWUGO } else { S_IRUGO },
+    )?;
+    match cmd {
+        abi::GETALL => {
+            let SemArg::Array(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let vals: Vec<u16> = {
+                let _g = lock_object::<SemKind>(a, s)?;
+                still_valid(a, &s.head, semid)?;
+                sems(a, s)?
+                    .iter()
+                    .map(|x| x.semval.load(Relaxed) as u16)
+                    .collect()
+            };
+            // copy_to_user of nsems values.
+            out.get_mut(..vals.len())
+                .ok_or(Errno::EFAULT)?
+                .copy_from_slice(&vals);
+            return Ok(0);
+        }
+        abi::SETALL => {
+            let SemArg::Array(vals) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let vals = vals.get(..nsems as usize).ok_or(Errno::EFAULT)?;
+            // "if (sem_io[i] > SEMVMX) err = -ERANGE", before locking.
+            if vals.iter().any(|&v| i32::from(v) > SEMVMX) {
+                return Err(Errno::ERANGE);
+            }
+            return sem_setall(a, cred, s, semid, vals);
+        }
+        _ => {}
+    }
+    // GETVAL, GETPID, GETNCNT, GETZCNT.
+    if semnum < 0 || semnum >= nsems {
+        return Err(Errno::EINVAL);
+    }
+    let _g = lock_object::<SemKind>(a, s)?;
+    still_valid(a, &s.head, semid)?;
+    let sem = &sems(a, s)?[semnum as usize];
+    Ok(match cmd {
+        abi::GETVAL => sem.semval.load(Relaxed),
+        abi::GETPID => sem.sempid.load(Relaxed),
+        // count_semcnt: waiters whose blocking operation is on this
+        // semaphore; the wait queue is empty until semop exists.
+        _ => count_waiters(s),
+    })
+}
+
+fn count_waiters(s: &SemSlot) -> i32 {
+    i32::from(s.queue.load(Relaxed) != 0)
+}
+
+/// SETALL under the object lock, through the roll-forward journal.
+fn sem_setall(a: &Arena, cred: &Cred, s: &SemSlot, semid: i32, vals: &[u16]) -> SysResult<i32> {
+    let n = vals.len();
+    let journal = heap::alloc(a, n as u64 * 8)?;
+    let _g = match lock_object::<SemKind>(a, s) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = heap::free(a, journal, n as u64 * 8);
+            return Err(e);
+        }
+    };
+    if let Err(e) = still_valid(a, &s.head, semid) {
+        let _ = heap::free(a, journal, n as u64 * 8);
+        return Err(e);
+    }
+    let words: &[AtomicU64] = a.view_slice(journal, n)?;
+    for (w, &v) in words.iter().zip(vals) {
+        w.store(u64::from(v) | (u64::from(cred.pid as u32) << 32), Relaxed);
+    }
+    s.journal_len.store(n as u32, Relaxed);
+    s.journal_off.store(journal, Relaxed);
+    s.journal_op.store(JOURNAL_SETALL, Relaxed);
+    SemKind::repair_object(a, s)?;
+    s.head.ctime.store(now(), Relaxed);
+    Ok(0)
+}
+
+/// semctl_setval.
+fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysResult<i32> {
+    // "if (val > SEMVMX || val < 0) return -ERANGE", before the lookup.
+    if !(0..=SEMVMX).contains(&val) {
+        return Err(Errno::ERANGE);
+    }
+    let (_, s) = obtain::<SemKind>(a, semid)?;
+    if semnum < 0 || semnum >= s.nsems.load(Relaxed) as i32 {
+        return Err(Errno::EINVAL);
+    }
+    perm::ipcperms(cred, &s.head, S_IWUGO)?;
+    let _g = lock_object::<SemKind>(a, s)?;
+    still_valid(a, &s.head, semid)?;
+    let sem = &sems(a, s)?[semnum as usize];
+    sem.semval.store(val, Relaxed);
+    sem.sempid.store(cred.pid, Relaxed);
+    s.head.ctime.store(now(), Relaxed);
+    Ok(0)
+}
+
+/// semctl_down: IPC_RMID and IPC_SET.
+fn sem_down(a: &Arena, cred: &Cred, semid: i32, set: Option<&semid64_ds>) -> SysResult<i32> {
+    ctl::down::<SemKind, _>(a, cred, semid, |reg, idx, s| {
+        match set {
+            None => reg.remove::<SemKind>(idx)?,
+            Some(ds) => {
+                ctl::update_perm(cred, &s.head, &ds.sem_perm)?;
+                s.head.ctime.store(now(), Relaxed);
+            }
+        }
+        Ok(0)
+    })
+}

@@ -1,0 +1,287 @@
+//! Shared memory segments: `shmget` and `shmctl` (ipc/shm.c). `shmat` and
+//! `shmdt` arrive with the operations.
+//!
+//! Each segment's pages live in a file of its own beside the arena,
+//! `<arena>.shm.<serial>`, created at `shmget` (sparse, exactly `size`
+//! bytes) and unlinked when the segment is destroyed; `shmat` will map it.
+//!
+//! # Protocol
+//! As sem.rs. Registry counter `used` = `shm_tot`, the pages of all
+//! segments (`ceil(size / 4096)` each).
+
+use crate::abi::{self, shm_info, shmid64_ds, shminfo64};
+use crate::arena::Arena;
+use crate::arena::layout::Mech;
+use crate::creds::Cred;
+use crate::ctl;
+use crate::errno::{Errno, SysResult};
+use crate::ids::Bitmap;
+use crate::limits::SHMMIN;
+use crate::namespace::Namespace;
+use crate::object::ShmSlot;
+use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
+use crate::time::now;
+use core::sync::atomic::Ordering::Relaxed;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+const PAGE_SHIFT: u32 = 12;
+
+pub(crate) struct ShmKind;
+
+/// The backing file of the segment with serial `serial`.
+pub(crate) fn segment_path(a: &Arena, serial: u64) -> PathBuf {
+    let mut p = a.path().as_os_str().to_owned();
+    p.push(format!(".shm.{serial}"));
+    PathBuf::from(p)
+}
+
+/// `(size + PAGE_SIZE - 1) >> PAGE_SHIFT`, wrapping as size_t does.
+fn numpages(size: u64) -> u64 {
+    size.wrapping_add((1 << PAGE_SHIFT) - 1) >> PAGE_SHIFT
+}
+
+impl Kind for ShmKind {
+    type Slot = ShmSlot;
+    const MECH: Mech = Mech::Shm;
+
+    fn usage(_a: &Arena, s: &ShmSlot) -> (u64, u64) {
+        (numpages(s.size.load(Relaxed)), 0)
+    }
+
+    fn release(a: &Arena, s: &ShmSlot) {
+        let serial = s.spare[0].swap(0, Relaxed);
+        if serial != 0 {
+            let _ = std::fs::remove_file(segment_path(a, serial));
+        }
+    }
+
+    fn repair_object(_a: &Arena, _s: &ShmSlot) -> Result<(), Errno> {
+        // No multi-word update under the segment lock.
+        Ok(())
+    }
+}
+
+impl Namespace {
+    /// `shmget(key, size, shmflg)`.
+    ///
+    /// ipc/shm.c `ksys_shmget`, `newseg`, `shm_more_checks`; ipc/util.c
+    /// `ipcget_public`.
+    pub fn shmget(&self, cred: &Cred, key: i32, size: u64, shmflg: i32) -> SysResult<i32> {
+        let a = self.arena();
+        let lim = &a.header().limits;
+        let reg = Reg::lock::<ShmKind>(a)?;
+        if key != IPC_PRIVATE
+            && let Some(idx) = reg.find_key(key)?
+        {
+            if shmflg & abi::IPC_CREAT != 0 && shmflg & abi::IPC_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            // shm_more_checks: "if (shp->shm_segsz < params->u.size) return -EINVAL".
+            return ctl::existing::<ShmKind>(a, cred, idx, shmflg, |s| {
+                if s.size.load(Relaxed) < size {
+                    Err(Errno::EINVAL)
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        if key != IPC_PRIVATE && shmflg & abi::IPC_CREAT == 0 {
+            return Err(Errno::ENOENT);
+        }
+        // newseg: "if (size < SHMMIN || size > ns->shm_ctlmax) return -EINVAL".
+        if size < SHMMIN || size > lim.shmmax.load(Relaxed) {
+            return Err(Errno::EINVAL);
+        }
+        // "if (numpages << PAGE_SHIFT < size) return -ENOSPC".
+        let pages = numpages(size);
+        if pages << PAGE_SHIFT < size {
+            return Err(Errno::ENOSPC);
+        }
+        // "if (ns->shm_tot + numpages < ns->shm_tot || ns->shm_tot + numpages > ns->shm_ctlall)".
+        let tot = reg.r.used.load(Relaxed);
+        match tot.checked_add(pages) {
+            Some(t) if t <= lim.shmall.load(Relaxed) => {}
+            _ => return Err(Errno::ENOSPC),
+        }
+        // SHM_HUGETLB: ipcns has no huge page pool; Linux answers ENOMEM
+        // when its pool cannot reserve the pages.
+        if shmflg & abi::SHM_HUGETLB != 0 {
+            return Err(Errno::ENOMEM);
+        }
+        // The backing file, before an index is taken (shmem_kernel_file_setup
+        // precedes ipc_addid).
+        let serial = reg.r.serial.fetch_add(1, Relaxed) + 1;
+        let path = segment_path(a, serial);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|f| f.set_len(size).map(|()| f));
+        if file.is_err() {
+            let _ = std::fs::remove_file(&path);
+            return Err(Errno::ENOMEM);
+        }
+        let stored = core::cell::Cell::new(false);
+        let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
+            ctl::init_head(cred, &s.head, shmflg, now());
+            s.size.store(size, Relaxed);
+            s.atime.store(0, Relaxed);
+            s.dtime.store(0, Relaxed);
+            s.cpid.store(cred.pid, Relaxed);
+            s.lpid.store(0, Relaxed);
+            s.nattch.store(0, Relaxed);
+            s.spare[0].store(serial, Relaxed);
+            stored.set(true);
+            Ok(())
+        });
+        if created.is_err() && !stored.get() {
+            let _ = std::fs::remove_file(&path);
+        }
+        created
+    }
+
+    /// `shmctl(shmid, cmd, buf)`.
+    ///
+    /// ipc/shm.c `ksys_shmctl`, `shmctl_ipc_info`, `shmctl_shm_info`,
+    /// `shmctl_stat`, `shmctl_down`, `shmctl_do_lock`.
+    pub fn shmctl(&self, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
+        let a = self.arena();
+        let lim = &a.header().limits;
+        // "if (cmd < 0 || shmid < 0) return -EINVAL".
+        if cmd < 0 || shmid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        match cmd {
+            abi::IPC_INFO => {
+                let ShmArg::Info(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                let mni = lim.shmmni.load(Relaxed) as u64;
+                *out = shminfo64 {
+                    shmmax: lim.shmmax.load(Relaxed),
+                    shmmin: SHMMIN,
+                    shmmni: mni,
+                    shmseg: mni,
+                    shmall: lim.shmall.load(Relaxed),
+                    ..shminfo64::default()
+                };
+                let reg = Reg::lock::<ShmKind>(a)?;
+                Ok(ctl::info_maxidx(&reg))
+            }
+            abi::SHM_INFO => {
+                let ShmArg::ShmInfo(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                let reg = Reg::lock::<ShmKind>(a)?;
+                *out = shm_info {
+                    used_ids: reg.r.in_use.load(Relaxed) as i32,
+                    shm_tot: reg.r.used.load(Relaxed),
+                    shm_rss: resident_pages(a, &reg)?,
+                    ..shm_info::default()
+                };
+                Ok(ctl::info_maxidx(&reg))
+            }
+            abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
+                let ShmArg::Ds(out) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                *out = shmid64_ds::default();
+                let (id, s, _g) = ctl::stat_lookup::<ShmKind>(
+                    a,
+                    cred,
+                    shmid,
+                    cmd != abi::IPC_STAT,
+                    cmd == abi::SHM_STAT_ANY,
+                )?;
+                out.shm_perm = ctl::perm_out(cred, &s.head);
+                out.shm_segsz = s.size.load(Relaxed);
+                out.shm_atime = s.atime.load(Relaxed);
+                out.shm_dtime = s.dtime.load(Relaxed);
+                out.shm_ctime = s.head.ctime.load(Relaxed);
+                out.shm_cpid = s.cpid.load(Relaxed);
+                out.shm_lpid = s.lpid.load(Relaxed);
+                out.shm_nattch = s.nattch.load(Relaxed);
+                Ok(if cmd == abi::IPC_STAT { 0 } else { id })
+            }
+            abi::IPC_SET => {
+                let ShmArg::Ds(ds) = arg else {
+                    return Err(Errno::EFAULT);
+                };
+                let ds = *ds;
+                ctl::down::<ShmKind, _>(a, cred, shmid, |_, _, s| {
+                    ctl::update_perm(cred, &s.head, &ds.shm_perm)?;
+                    s.head.ctime.store(now(), Relaxed);
+                    Ok(0)
+                })
+            }
+            abi::IPC_RMID => ctl::down::<ShmKind, _>(a, cred, shmid, |reg, idx, s| {
+                // do_shm_rmid: attached segments are marked and their key
+                // freed; the last detach destroys them.
+                if s.nattch.load(Relaxed) > 0 {
+                    let h = &s.head;
+                    h.mode.store(h.mode.load(Relaxed) | abi::SHM_DEST, Relaxed);
+                    reg.make_private(idx, h)?;
+                } else {
+                    reg.remove::<ShmKind>(idx)?;
+                }
+                Ok(0)
+            }),
+            abi::SHM_LOCK | abi::SHM_UNLOCK => {
+                let (_, s) = obtain::<ShmKind>(a, shmid)?;
+                let h = &s.head;
+                // shmctl_do_lock: no ipcperms; owner or CAP_IPC_LOCK, and a
+                // zero RLIMIT_MEMLOCK forbids locking.
+                if !cred.cap_ipc_lock {
+                    if cred.euid != h.uid.load(Relaxed) && cred.euid != h.cuid.load(Relaxed) {
+                        return Err(Errno::EPERM);
+                    }
+                    if cmd == abi::SHM_LOCK && cred.memlock_limit == 0 {
+                        return Err(Errno::EPERM);
+                    }
+                }
+                let _g = lock_object::<ShmKind>(a, s)?;
+                still_valid(a, h, shmid)?;
+                let mode = h.mode.load(Relaxed);
+                if cmd == abi::SHM_LOCK {
+                    // user_shm_lock: the segment must fit the caller's limit.
+                    if mode & abi::SHM_LOCKED == 0
+                        && !cred.cap_ipc_lock
+                        && numpages(s.size.load(Relaxed)) << PAGE_SHIFT > cred.memlock_limit
+                    {
+                        return Err(Errno::ENOMEM);
+                    }
+                    h.mode.store(mode | abi::SHM_LOCKED, Relaxed);
+                } else {
+                    h.mode.store(mode & !abi::SHM_LOCKED, Relaxed);
+                }
+                Ok(0)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}
+
+/// `shm_rss`: resident pages over all segments (their files' blocks).
+fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
+    let bm: &Bitmap<'_> = &reg.bm;
+    let mut pages = 0;
+    for idx in bm.iter() {
+        let s = registry::slot::<ShmKind>(a, idx)?;
+        let serial = s.spare[0].load(Relaxed);
+        if let Ok(m) = std::fs::metadata(segment_path(a, serial)) {
+            pages += (m.blocks() * 512) >> PAGE_SHIFT;
+        }
+    }
+    Ok(pages)
+}
+
+/// The last argument of `shmctl`, typed; the wrong kind is EFAULT.
+pub enum ShmArg<'a> {
+    None,
+    Ds(&'a mut shmid64_ds),
+    Info(&'a mut shminfo64),
+    ShmInfo(&'a mut shm_info),
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the ipcns core. One binary; a module per concern.
+
+mod basics;
+mod support;
