@@ -21,7 +21,8 @@
 //! ## Layers
 //!
 //! - reads: [`cpu_id`], [`cpu_id_start`], [`node_id`], [`mm_cid`] (each
-//!   `None` where unavailable), [`current_cpu`];
+//!   `None` where unavailable), [`current_cpu`]; [`ThreadArea`] keeps the
+//!   area's address for a loop, so each read is one load;
 //! - [`ops`]: the critical sections (load-add-store, load-compare-store,
 //!   double compare, try-store-then-store, list push and pop), indexed by
 //!   cpu or `mm_cid`, each returning [`Outcome`] success / miss / abort;
@@ -62,8 +63,8 @@ pub use counter::PerCpuCounter;
 pub use cpus::{parse_cpu_list, possible_cpus};
 pub use freelist::{BadOffset, FreeList};
 pub use mode::{
-    Errno, Info, Mode, cpu_id, cpu_id_start, current_cpu, info, mm_cid, mm_cid_available, mode,
-    node_id, sched_getcpu, thread_registered,
+    Errno, Info, Mode, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid,
+    mm_cid_available, mode, node_id, sched_getcpu, thread_registered,
 };
 pub use ops::{Index, Outcome, Slots};
 pub use percpu::{PerCpu, Slot};

@@ -23,6 +23,8 @@ fn reads() {
         );
     }
     std::thread::spawn(move || {
+        // Looked up once: its reads must follow the thread from cpu to cpu.
+        let first = ipcns_rseq::ThreadArea::current();
         for cpu in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
             set_affinity(gettid(), Some(cpu));
             std::thread::yield_now(); // make sure we run on it
@@ -37,6 +39,16 @@ fn reads() {
                 ipcns_rseq::cpu_id_start().map(|c| c as usize),
                 rseq.then_some(cpu)
             );
+            let area = ipcns_rseq::ThreadArea::current();
+            assert_eq!(area.is_some(), rseq);
+            if let Some(a) = area {
+                assert_eq!(a.cpu_id().map(|c| c as usize), Some(cpu));
+                assert_eq!(a.cpu_id_start() as usize, cpu);
+            }
+            if let Some(a) = first {
+                assert_eq!(a.as_ptr(), area.unwrap().as_ptr());
+                assert_eq!(a.cpu_id().map(|c| c as usize), Some(cpu));
+            }
             let node = ipcns_rseq::node_id();
             assert_eq!(
                 node.is_some(),
@@ -81,8 +93,12 @@ fn glibc_mode_is_found_here() {
     assert_eq!(ipcns_rseq::mode(), Mode::Glibc, "{:?}", ipcns_rseq::info());
 }
 
-/// What a thread-local destructor that runs after the crate's own saw.
-struct Probe(Arc<Mutex<Option<(bool, i64, i32)>>>);
+/// What a thread-local destructor that runs after the crate's own saw:
+/// whether the thread is registered, a fresh registration's result and errno,
+/// and the `cpu_id` read through a `ThreadArea` looked up while the thread ran.
+type Seen = (bool, i64, i32, Option<Option<u32>>);
+
+struct Probe(Arc<Mutex<Option<Seen>>>, Option<ipcns_rseq::ThreadArea>);
 
 impl Drop for Probe {
     fn drop(&mut self) {
@@ -90,6 +106,7 @@ impl Drop for Probe {
         struct Area([u8; 32]);
         let mut area = Area([0; 32]);
         let registered = ipcns_rseq::thread_registered();
+        let late_read = self.1.map(|a| a.cpu_id());
         // A fresh registration succeeds only if no area is registered now.
         let r = unsafe {
             libc::syscall(
@@ -113,7 +130,7 @@ impl Drop for Probe {
             };
             assert_eq!(u, 0);
         }
-        *self.0.lock().unwrap() = Some((registered, r, errno));
+        *self.0.lock().unwrap() = Some((registered, r, errno, late_read));
     }
 }
 
@@ -125,16 +142,26 @@ fn exit_unregisters() {
     let seen = Arc::new(Mutex::new(None));
     let s = seen.clone();
     std::thread::spawn(move || {
-        PROBE.with(|p| *p.borrow_mut() = Some(Probe(s))); // destructor registered first: runs last
+        PROBE.with(|p| *p.borrow_mut() = Some(Probe(s, None))); // destructor registered first: runs last
         ipcns_rseq::PerCpuCounter::new().inc(); // the crate's registration (own mode)
+        let area = ipcns_rseq::ThreadArea::current();
+        PROBE.with(|p| p.borrow_mut().as_mut().unwrap().1 = area);
     })
     .join()
     .unwrap();
-    let (registered, r, errno) = seen.lock().unwrap().take().expect("probe ran");
+    let (registered, r, errno, late_read) = seen.lock().unwrap().take().expect("probe ran");
     eprintln!(
-        "[exit] mode {}: after exit destructors registered={registered} rseq()={r} errno={errno}",
+        "[exit] mode {}: after exit destructors registered={registered} rseq()={r} errno={errno} \
+         ThreadArea::cpu_id()={late_read:?}",
         ipcns_rseq::mode()
     );
+    match ipcns_rseq::mode() {
+        // glibc's area is still registered: the handle still reads a cpu.
+        Mode::Glibc => assert!(matches!(late_read, Some(Some(_)))),
+        // ours was unregistered: the kernel reset cpu_id, the handle says so.
+        Mode::Own => assert_eq!(late_read, Some(None)),
+        Mode::Fallback => assert_eq!(late_read, None),
+    }
     match ipcns_rseq::mode() {
         // glibc's registration stays until the thread is gone: ours was never made.
         Mode::Glibc => {

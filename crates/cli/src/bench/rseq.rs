@@ -2,29 +2,35 @@
 //! sequences (ipcns-rseq) beside their baselines, measured in one run, in the
 //! shape of seed 004's tables: single-thread increment (sched_getcpu +
 //! atomic, rseq cpu_id + atomic, rseq critical section, plain increment),
-//! reading the cpu number (rseq area, sched_getcpu, the getcpu system call,
-//! an empty loop), then 2 and 4 threads (one shared atomic, per-cpu atomics,
-//! rseq per-cpu). Medians of several rounds; ratios and goal verdicts.
+//! reading the cpu number (rseq area through a `ThreadArea`, `cpu_id()` with
+//! its per-call lookup of the area, sched_getcpu, the getcpu system call, an
+//! empty loop: all in one loop shape), then 2 and 4 threads (one shared
+//! atomic, per-cpu atomics indexed by the rseq cpu_id, rseq per-cpu; unpinned
+//! threads, each timing its own loop). Medians of several rounds; ratios and
+//! goal verdicts.
 //!
 //! # Safety
 //!
-//! The only `unsafe` is the raw `getcpu` system call baseline, given valid
-//! pointers to locals.
+//! The `unsafe` is the raw `getcpu` system call baseline, given valid
+//! pointers to locals, the plain-increment floor on a local, and the loop
+//! alignment padding.
 
 #![allow(unsafe_code)]
 
 use super::stats::{json_num, median, ns_per_iter, ratio};
 use ipcns_rseq::{PerCpu, PerCpuCounter};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 7;
 const ITERS: u64 = 20_000_000;
 const SYSCALL_ITERS: u64 = 1_000_000;
-const THREAD_ITERS: u64 = 4_000_000;
+/// How long each round of the thread table runs.
+const THREAD_RUN: Duration = Duration::from_millis(100);
 const THREAD_ROUNDS: usize = 5;
+/// Calls between two checks of the stop flag in the thread table.
+const CHUNK: u64 = 1024;
 
 struct Single {
     getcpu_atomic: f64,
@@ -35,6 +41,7 @@ struct Single {
 
 struct CpuRead {
     rseq: f64,
+    rseq_lookup: f64,
     sched_getcpu: f64,
     syscall: f64,
     empty: f64,
@@ -105,84 +112,146 @@ fn getcpu_syscall() -> u32 {
     cpu
 }
 
+/// `n` iterations of `black_box(read())`. Every row of the cpu-read table,
+/// the empty loop included, runs this same loop, so rows differ by the read
+/// only. The loop starts on a 64-byte boundary (the padding is executed once,
+/// before it): on the Zen 4 this was tuned on, the same five-instruction rseq
+/// read loop ran at one iteration per cycle inside one 64-byte block and at
+/// one per two cycles across two, so without the alignment the ratio to the
+/// empty loop depended on where the linker happened to put each loop.
+#[inline(always)]
+fn read_loop(n: u64, read: impl Fn() -> u32) {
+    align_next_loop();
+    for _ in 0..n {
+        black_box(read());
+    }
+}
+
+/// Pads the code up to the next 64-byte boundary, so that the loop that
+/// follows starts on one.
+#[inline(always)]
+fn align_next_loop() {
+    // SAFETY: emits only padding (multi-byte nops) in the instruction stream;
+    // reads and writes no memory, no register, no flag.
+    unsafe { core::arch::asm!(".p2align 6", options(nomem, nostack, preserves_flags)) };
+}
+
 fn cpu_read() -> CpuRead {
-    let rseq = ns_per_iter(ROUNDS, ITERS, |n| {
-        for _ in 0..n {
-            black_box(ipcns_rseq::cpu_id());
-        }
+    // The area's address, looked up once: each read is one volatile load of
+    // `cpu_id` (the fallback mode has no area and reads sched_getcpu).
+    let area = ipcns_rseq::ThreadArea::current();
+    let rseq = ns_per_iter(ROUNDS, ITERS, |n| match area {
+        Some(a) => read_loop(n, || a.cpu_id().unwrap_or(u32::MAX)),
+        None => read_loop(n, ipcns_rseq::current_cpu),
     });
-    let sched_getcpu = ns_per_iter(ROUNDS, ITERS, |n| {
-        for _ in 0..n {
-            black_box(ipcns_rseq::sched_getcpu());
-        }
+    let rseq_lookup = ns_per_iter(ROUNDS, ITERS, |n| {
+        read_loop(n, || ipcns_rseq::cpu_id().unwrap_or(u32::MAX))
     });
-    let syscall = ns_per_iter(ROUNDS, SYSCALL_ITERS, |n| {
-        for _ in 0..n {
-            black_box(getcpu_syscall());
-        }
-    });
-    let empty = ns_per_iter(ROUNDS, ITERS, |n| {
-        for i in 0..n {
-            black_box(i);
-        }
-    });
+    let sched_getcpu = ns_per_iter(ROUNDS, ITERS, |n| read_loop(n, ipcns_rseq::sched_getcpu));
+    let syscall = ns_per_iter(ROUNDS, SYSCALL_ITERS, |n| read_loop(n, getcpu_syscall));
+    let k = black_box(0u32);
+    let empty = ns_per_iter(ROUNDS, ITERS, |n| read_loop(n, || k));
     CpuRead {
         rseq,
+        rseq_lookup,
         sched_getcpu,
         syscall,
         empty,
     }
 }
 
-/// Median over rounds of wall time / ops per thread, with `n` threads each
-/// running `op` THREAD_ITERS times.
-fn threaded(n: usize, op: impl Fn() + Sync + Send + Clone + 'static) -> f64 {
-    let mut samples = Vec::with_capacity(THREAD_ROUNDS);
-    for _ in 0..THREAD_ROUNDS {
-        let start = Arc::new(Barrier::new(n + 1));
-        let hs: Vec<_> = (0..n)
-            .map(|_| {
-                let (start, op) = (start.clone(), op.clone());
-                std::thread::spawn(move || {
-                    op(); // first use on this thread (registration) outside the timing
-                    start.wait();
-                    for _ in 0..THREAD_ITERS {
-                        op();
-                    }
-                })
-            })
-            .collect();
-        start.wait();
-        let t = Instant::now();
-        hs.into_iter().for_each(|h| h.join().unwrap());
-        samples.push(t.elapsed().as_nanos() as f64 / THREAD_ITERS as f64);
+/// One thread's timed loop: `op(data)` in chunks of [`CHUNK`] calls until
+/// `stop`. Returns when it started and ended, and the calls made. Not
+/// inlined, so that every column's loop gets its data the same way, as a `&T`
+/// argument (the single-thread rows run on a local): fields that nothing
+/// writes (the counter's slot descriptor, the per-cpu array's base and
+/// length) may stay in registers.
+#[inline(never)]
+fn timed_loop<T: Sync>(data: &T, op: impl Fn(&T), stop: &AtomicBool) -> Span {
+    let start = Instant::now();
+    let mut ops = 0;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..CHUNK {
+            op(data);
+        }
+        ops += CHUNK;
     }
-    median(&mut samples)
+    Span {
+        start,
+        end: Instant::now(),
+        ops,
+    }
+}
+
+struct Span {
+    start: Instant,
+    end: Instant,
+    ops: u64,
+}
+
+/// Median over rounds of ns per operation per thread (wall time / the mean
+/// operations of one thread), with `n` fresh, unpinned threads calling
+/// `op(data)` for [`THREAD_RUN`]. Each thread times its own loop, after a
+/// start barrier; the wall time runs from the first start to the last end,
+/// so neither the main thread (asleep, then blocked in `join`) nor thread
+/// start-up is in it, and the run is long enough for the scheduler to have
+/// spread the threads over the cpus. Returns the median and the operations
+/// made, first uses included.
+fn threaded<T: Sync>(n: usize, data: &T, op: impl Fn(&T) + Send + Sync + Copy) -> (f64, u64) {
+    let mut samples = Vec::with_capacity(THREAD_ROUNDS);
+    let mut total = 0;
+    for _ in 0..THREAD_ROUNDS {
+        let ready = AtomicUsize::new(0);
+        // Read by every thread between chunks: alone in its line, so that
+        // the read stays a hit until the store that ends the round.
+        let stop = CachePadded(AtomicBool::new(false));
+        let spans: Vec<Span> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..n)
+                .map(|_| {
+                    let (ready, stop) = (&ready, &stop.0);
+                    s.spawn(move || {
+                        op(data); // first use on this thread (registration) outside the timing
+                        ready.fetch_add(1, Ordering::AcqRel);
+                        while ready.load(Ordering::Acquire) < n {
+                            std::thread::yield_now();
+                        }
+                        timed_loop(data, op, stop)
+                    })
+                })
+                .collect();
+            std::thread::sleep(THREAD_RUN);
+            stop.0.store(true, Ordering::Relaxed);
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let first = spans.iter().map(|s| s.start).min().expect("n > 0");
+        let last = spans.iter().map(|s| s.end).max().expect("n > 0");
+        let ops: u64 = spans.iter().map(|s| s.ops).sum();
+        total += ops + n as u64;
+        let per_thread = ops as f64 / n as f64;
+        samples.push((last - first).as_nanos() as f64 / per_thread);
+    }
+    (median(&mut samples), total)
 }
 
 fn threads(n: usize) -> anyhow::Result<Threads> {
-    let shared_cell = Arc::new(AtomicU64::new(0));
-    let s = shared_cell.clone();
-    let shared = threaded(n, move || {
-        s.fetch_add(1, Ordering::Relaxed);
+    let shared_cell = CachePadded(AtomicU64::new(0));
+    let (shared, shared_ops) = threaded(n, &shared_cell, |c| {
+        c.0.fetch_add(1, Ordering::Relaxed);
     });
-    let cells = Arc::new(PerCpu::new(|_| AtomicU64::new(0)));
-    let c = cells.clone();
-    let percpu_atomic = threaded(n, move || {
-        let cpu = ipcns_rseq::sched_getcpu() as usize % c.len();
+    let cells = PerCpu::new(|_| AtomicU64::new(0));
+    let (percpu_atomic, _) = threaded(n, &cells, |c| {
+        let cpu = ipcns_rseq::current_cpu() as usize % c.len();
         c.get(cpu).unwrap().fetch_add(1, Ordering::Relaxed);
     });
-    let counter = Arc::new(PerCpuCounter::new());
-    let k = counter.clone();
-    let rseq = threaded(n, move || k.inc());
-    let want = (THREAD_ROUNDS as u64 * n as u64 * (THREAD_ITERS + 1)) as i64;
+    let counter = PerCpuCounter::new();
+    let (rseq, rseq_ops) = threaded(n, &counter, |c| c.inc());
     anyhow::ensure!(
-        counter.sum() == want,
-        "rseq counter {} != {want}",
+        counter.sum() == rseq_ops as i64,
+        "rseq counter {} != {rseq_ops}",
         counter.sum()
     );
     anyhow::ensure!(
-        shared_cell.load(Ordering::Relaxed) as i64 == want,
+        shared_cell.0.load(Ordering::Relaxed) == shared_ops,
         "shared counter lost updates"
     );
     Ok(Threads {
@@ -192,6 +261,11 @@ fn threads(n: usize) -> anyhow::Result<Threads> {
         rseq,
     })
 }
+
+/// A value in a cache line of its own (the shared counter, the stop flag:
+/// nothing else on the stack shares their lines).
+#[repr(align(64))]
+struct CachePadded<T>(T);
 
 fn goal(text: &str, value: f64, met: bool) -> Goal {
     Goal {
@@ -273,7 +347,11 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
         "reading the cpu number", "ns/op", "x empty loop"
     );
     for (name, v) in [
-        ("rseq cpu_id (ipcns)", r.rseq),
+        ("rseq cpu_id (ipcns ThreadArea, one load)", r.rseq),
+        (
+            "rseq cpu_id() (ipcns, area looked up per call)",
+            r.rseq_lookup,
+        ),
         ("sched_getcpu (glibc, vDSO)", r.sched_getcpu),
         ("getcpu system call", r.syscall),
         ("empty loop", r.empty),
@@ -330,7 +408,7 @@ fn print_json(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], g
     println!(
         "{{\"bench\":\"rseq\",\"mode\":\"{}\",\"registered_size\":{},\"feature_size\":{},\"possible_cpus\":{},\"rounds\":{ROUNDS},\
 \"increment_ns\":{{\"sched_getcpu_atomic\":{},\"rseq_cpu_id_atomic\":{},\"rseq_section\":{},\"plain\":{}}},\
-\"cpu_read_ns\":{{\"rseq\":{},\"sched_getcpu\":{},\"getcpu_syscall\":{},\"empty_loop\":{}}},\
+\"cpu_read_ns\":{{\"rseq\":{},\"rseq_lookup\":{},\"sched_getcpu\":{},\"getcpu_syscall\":{},\"empty_loop\":{}}},\
 \"threads\":[{}],\"goals\":[{}]}}",
         info.mode,
         info.registered_size,
@@ -341,6 +419,7 @@ fn print_json(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], g
         json_num(s.rseq_section),
         json_num(s.plain),
         json_num(r.rseq),
+        json_num(r.rseq_lookup),
         json_num(r.sched_getcpu),
         json_num(r.syscall),
         json_num(r.empty),
