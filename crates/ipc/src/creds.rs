@@ -33,6 +33,9 @@ pub struct Cred {
     pub cap_ipc_lock: bool,
     /// RLIMIT_MEMLOCK's soft limit in bytes (`u64::MAX` for unlimited).
     pub memlock_limit: u64,
+    /// Start time of the process (field 22 of /proc/PID/stat; 0 unknown):
+    /// with `pid`, names the process even after its pid is reused.
+    pub start_time: u64,
     /// The caller's user namespace inode, and its maps when it is not the
     /// arena's (for translating ids shown back to it).
     pub userns: u64,
@@ -52,6 +55,7 @@ impl Cred {
             cap_sys_resource: false,
             cap_ipc_lock: false,
             memlock_limit: 8 << 20,
+            start_time: 0,
             userns: own_userns(),
             maps: None,
         }
@@ -125,6 +129,7 @@ impl Cred {
             cap_sys_resource: caps & (1 << CAP_SYS_RESOURCE) != 0,
             cap_ipc_lock: caps & (1 << CAP_IPC_LOCK) != 0,
             memlock_limit: memlock_limit(),
+            start_time: start_time(pid as u32).unwrap_or(0),
             userns,
             maps: None,
         };
@@ -147,6 +152,21 @@ impl Cred {
         }
         Ok(cred)
     }
+}
+
+/// The start time of process `pid` (clock ticks after boot, field 22 of
+/// /proc/PID/stat), or `None` when there is no such process.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count
+    // fields after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process `pid` started at `start` (0: any start) still lives.
+pub fn alive(pid: i32, start: u64) -> bool {
+    pid > 0 && start_time(pid as u32).is_some_and(|s| start == 0 || s == start)
 }
 
 /// RLIMIT_MEMLOCK's soft limit from /proc/self/limits.

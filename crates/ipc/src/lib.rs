@@ -14,6 +14,7 @@ mod ctl;
 mod errno;
 mod heap;
 mod ids;
+pub mod kernel;
 mod keys;
 pub mod limits;
 mod lock;
@@ -26,6 +27,7 @@ mod registry;
 pub mod sem;
 pub mod shm;
 mod sysctl;
+pub mod sysv;
 pub use sysctl::NAMES as SYSCTLS;
 mod time;
 

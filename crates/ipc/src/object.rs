@@ -107,7 +107,7 @@ pub struct MsgSlot {
 ///
 /// # Layout
 /// 192 bytes: head, `size` @96, `atime` @104, `dtime` @112, `cpid` @120,
-/// `lpid` @124, `nattch` @128, `creator_ns` @136.
+/// `lpid` @124, `nattch` @128, `serial` @136, `creator_start` @144.
 #[repr(C, align(64))]
 pub struct ShmSlot {
     pub head: Head,
@@ -117,7 +117,12 @@ pub struct ShmSlot {
     pub cpid: AtomicI32,
     pub lpid: AtomicI32,
     pub nattch: AtomicU64,
-    pub spare: [AtomicU64; 6],
+    /// Serial number of the backing file (`<arena>.shm.<serial>`).
+    pub serial: AtomicU64,
+    /// Start time (clock ticks since boot) of the creating process, which
+    /// with `cpid` tells whether the creator still lives (shm_rmid_forced).
+    pub creator_start: AtomicU64,
+    pub spare: [AtomicU64; 4],
 }
 
 const _: () = {

@@ -65,9 +65,10 @@ impl Namespace {
             }),
             Mech::Shm => {
                 let a = self.arena();
+                crate::shm::reap_if_forced(a)?;
                 self.rows::<ShmKind>(cred, SHM_HEADER, |out, id, s, c| {
                     let h = &s.head;
-                    let rss = std::fs::metadata(segment_path(a, s.spare[0].load(Relaxed)))
+                    let rss = std::fs::metadata(segment_path(a, s.serial.load(Relaxed)))
                         .map_or(0, |m| m.blocks() * 512);
                     let _ = writeln!(
                         out,

@@ -50,7 +50,7 @@ impl Kind for ShmKind {
     }
 
     fn release(a: &Arena, s: &ShmSlot) {
-        let serial = s.spare[0].swap(0, Relaxed);
+        let serial = s.serial.swap(0, Relaxed);
         if serial != 0 {
             let _ = std::fs::remove_file(segment_path(a, serial));
         }
@@ -71,6 +71,9 @@ impl Namespace {
         let a = self.arena();
         let lim = &a.header().limits;
         let reg = Reg::lock::<ShmKind>(a)?;
+        if lim.shm_rmid_forced.load(Relaxed) != 0 {
+            reap_orphans(a, &reg)?;
+        }
         if key != IPC_PRIVATE
             && let Some(idx) = reg.find_key(key)?
         {
@@ -109,6 +112,11 @@ impl Namespace {
         if shmflg & abi::SHM_HUGETLB != 0 {
             return Err(Errno::ENOMEM);
         }
+        // shmem_kernel_file_setup accounts the memory unless SHM_NORESERVE
+        // (security_vm_enough_memory): refuse what Linux would refuse here.
+        if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
+            return Err(Errno::ENOMEM);
+        }
         // The backing file, before an index is taken (shmem_kernel_file_setup
         // precedes ipc_addid).
         let serial = reg.r.serial.fetch_add(1, Relaxed) + 1;
@@ -133,7 +141,8 @@ impl Namespace {
             s.cpid.store(cred.pid, Relaxed);
             s.lpid.store(0, Relaxed);
             s.nattch.store(0, Relaxed);
-            s.spare[0].store(serial, Relaxed);
+            s.serial.store(serial, Relaxed);
+            s.creator_start.store(cred.start_time, Relaxed);
             stored.set(true);
             Ok(())
         });
@@ -154,6 +163,7 @@ impl Namespace {
         if cmd < 0 || shmid < 0 {
             return Err(Errno::EINVAL);
         }
+        reap_if_forced(a)?;
         match cmd {
             abi::IPC_INFO => {
                 let ShmArg::Info(out) = arg else {
@@ -264,13 +274,65 @@ impl Namespace {
     }
 }
 
+/// `shm_destroy_orphaned`, and `exit_shm` observed late: with
+/// shm_rmid_forced set, segments nobody has attached whose creator has
+/// exited are destroyed. ipcns cannot see a process exit as it happens, so
+/// every shm call checks first, which no caller can tell apart from
+/// destruction at the exit itself.
+pub(crate) fn reap_orphans(a: &Arena, reg: &Reg<'_>) -> SysResult<()> {
+    let live: Vec<u32> = reg.bm.iter().collect();
+    for idx in live {
+        let s = registry::slot::<ShmKind>(a, idx)?;
+        let _g = lock_object::<ShmKind>(a, s)?;
+        if s.head.state.load(core::sync::atomic::Ordering::Acquire) == crate::object::LIVE
+            && s.nattch.load(Relaxed) == 0
+            && !crate::creds::alive(s.cpid.load(Relaxed), s.creator_start.load(Relaxed))
+        {
+            reg.remove::<ShmKind>(idx)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`reap_orphans`] when shm_rmid_forced is set.
+pub(crate) fn reap_if_forced(a: &Arena) -> SysResult<()> {
+    if a.header().limits.shm_rmid_forced.load(Relaxed) != 0 {
+        let reg = Reg::lock::<ShmKind>(a)?;
+        reap_orphans(a, &reg)?;
+    }
+    Ok(())
+}
+
+/// `__vm_enough_memory` for `pages` 4 KiB pages, by the host's
+/// vm.overcommit_memory: 1 always; 0 (heuristic) unless more than RAM plus
+/// swap; 2 (strict) within CommitLimit - Committed_AS.
+fn enough_memory(pages: u64) -> bool {
+    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = |name: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(u64::MAX / 8192)
+    };
+    match mode {
+        1 => true,
+        2 => pages <= (kb("CommitLimit:").saturating_sub(kb("Committed_AS:"))) / 4,
+        _ => pages <= (kb("MemTotal:") + kb("SwapTotal:")) / 4,
+    }
+}
+
 /// `shm_rss`: resident pages over all segments (their files' blocks).
 fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
     let bm: &Bitmap<'_> = &reg.bm;
     let mut pages = 0;
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
-        let serial = s.spare[0].load(Relaxed);
+        let serial = s.serial.load(Relaxed);
         if let Ok(m) = std::fs::metadata(segment_path(a, serial)) {
             pages += (m.blocks() * 512) >> PAGE_SHIFT;
         }

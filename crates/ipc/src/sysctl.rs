@@ -127,7 +127,12 @@ impl Namespace {
             "shmall" => l
                 .shmall
                 .store(in_range(0, i128::from(u64::MAX))? as u64, Relaxed),
-            "shm_rmid_forced" => l.shm_rmid_forced.store(in_range(0, 1)? as i32, Relaxed),
+            "shm_rmid_forced" => {
+                l.shm_rmid_forced.store(in_range(0, 1)? as i32, Relaxed);
+                // shm_destroy_orphaned, at once.
+                drop(_reg);
+                crate::shm::reap_if_forced(a)?;
+            }
             "auto_msgmni" => {
                 in_range(0, 1)?;
             }

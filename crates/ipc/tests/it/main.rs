@@ -1,4 +1,5 @@
 //! Integration tests of the ipcns core. One binary; a module per concern.
 
 mod basics;
+mod diff;
 mod support;

@@ -1,4 +1,10 @@
-//! Test support: namespaces in a private directory, removed on drop.
+//! Test support: namespaces in a private directory, removed on drop; forked
+//! children for the kernel side.
+//!
+//! # Safety
+//! `fork_run` forks the multi-threaded test process; the child runs only its
+//! closure and `_exit`s. `drop_to` makes plain credential system calls.
+#![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
 use std::path::PathBuf;
@@ -35,4 +41,110 @@ impl Drop for TestNs {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Runs `f` in a forked child and returns its exit code (`-signal` if it
+/// was killed). The child `_exit`s without unwinding into the harness.
+pub fn fork_run(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child runs only `f` (system calls and allocation, which
+    // glibc makes safe after fork) and then _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(101);
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child; `status` is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(r, pid);
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    }
+}
+
+/// Starts `f` in a forked child and returns its pid; see [`wait_child`].
+pub fn fork_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: as in fork_run.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(101);
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(code) };
+    }
+    pid
+}
+
+/// Waits for a child from [`fork_child`]; its exit code.
+pub fn wait_child(pid: i32) -> i32 {
+    let mut status = 0;
+    // SAFETY: waits for our own child; `status` is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(r, pid);
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    }
+}
+
+/// `kill(pid, SIGKILL)`.
+pub fn kill(pid: i32) {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Drops to `uid`/`gid` with no supplementary groups (and so no
+/// capabilities): for a forked child only.
+pub fn drop_to(uid: u32, gid: u32) -> Result<(), i32> {
+    // SAFETY: plain system calls with integer arguments (and an empty list).
+    let r = unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(gid, gid, gid) != 0
+            || libc::setresuid(uid, uid, uid) != 0
+        {
+            -1
+        } else {
+            0
+        }
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(-1))
+    }
+}
+
+/// Whether the kernel differential tests can run (root: a forked child can
+/// enter a new IPC namespace and drop to another user). With
+/// IPCNS_REQUIRE_KERNEL=1 a skip is a failure.
+pub fn kernel_or_skip(test: &str) -> bool {
+    use std::io::Write;
+    let ok = fork_run(|| {
+        if ipcns::kernel::unshare_ipc().is_err() {
+            return 1;
+        }
+        match fork_run(|| if drop_to(1000, 1000).is_ok() { 0 } else { 1 }) {
+            0 => 0,
+            _ => 2,
+        }
+    });
+    if ok == 0 && std::env::var_os("IPCNS_SKIP_KERNEL").is_none() {
+        return true;
+    }
+    let why = match ok {
+        1 => "unshare(CLONE_NEWIPC) failed: these tests need root".to_string(),
+        2 => "cannot drop to uid 1000: these tests need root".to_string(),
+        0 => "IPCNS_SKIP_KERNEL is set".to_string(),
+        c => format!("probe child failed ({c})"),
+    };
+    if std::env::var("IPCNS_REQUIRE_KERNEL").as_deref() == Ok("1") {
+        panic!("{test}: IPCNS_REQUIRE_KERNEL=1 but {why}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    false
 }
