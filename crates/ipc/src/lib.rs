@@ -9,8 +9,10 @@
 
 pub mod abi;
 pub mod arena;
+mod check;
 pub mod creds;
 mod ctl;
+pub use check::Census;
 mod errno;
 mod heap;
 mod ids;
@@ -34,4 +36,10 @@ mod time;
 pub use arena::{ArenaError, CreateOptions};
 pub use creds::Cred;
 pub use errno::{Errno, SysResult};
+
+/// How many locks this process took over from holders that died holding
+/// them (each followed by a repair).
+pub fn recoveries() -> u64 {
+    lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
+}
 pub use namespace::Namespace;

@@ -88,6 +88,7 @@ impl RobustMutex {
         let recovered = match r {
             0 => false,
             libc::EOWNERDEAD => {
+                RECOVERIES.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: we own the lock (EOWNERDEAD hands it over).
                 check(unsafe { libc::pthread_mutex_consistent(self.m.get()) })?;
                 true
@@ -100,6 +101,9 @@ impl RobustMutex {
         })
     }
 }
+
+/// Locks this process took over from dead holders (statistics).
+pub static RECOVERIES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 fn check(r: libc::c_int) -> Result<(), Errno> {
     if r == 0 { Ok(()) } else { Err(Errno(r)) }

@@ -1,0 +1,93 @@
+//! Consistency check of a namespace: what the crash and concurrency tests
+//! assert after processes were killed at random points, and what
+//! `ipcns ns info` reports. Taking each registry lock first lets a pending
+//! repair run, as any caller's would.
+
+use crate::arena::Arena;
+use crate::errno::Errno;
+use crate::keys;
+use crate::msg::MsgKind;
+use crate::namespace::Namespace;
+use crate::object::{FREE, LIVE, Slot};
+use crate::registry::{self, IPC_PRIVATE, Kind, Reg};
+use crate::sem::SemKind;
+use crate::shm::ShmKind;
+use core::sync::atomic::Ordering::Relaxed;
+
+/// Objects per mechanism, as found by the check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Census {
+    pub sem: u32,
+    pub msg: u32,
+    pub shm: u32,
+}
+
+impl Namespace {
+    /// Verifies every invariant of the three registries: each used index
+    /// holds a live object and each live object's index is used; every
+    /// keyed object is found by its key and the key table holds nothing
+    /// else; `in_use`, `max_idx` and the mechanism counters equal what the
+    /// objects add up to. Returns the census, or the first violation.
+    pub fn check(&self) -> Result<Census, String> {
+        let a = self.arena();
+        Ok(Census {
+            sem: check_kind::<SemKind>(a)?,
+            msg: check_kind::<MsgKind>(a)?,
+            shm: check_kind::<ShmKind>(a)?,
+        })
+    }
+}
+
+fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
+    let name = K::MECH.name();
+    let e = |what: String| format!("{name}: {what}");
+    let reg = Reg::lock::<K>(a).map_err(|x: Errno| e(format!("lock: {x}")))?;
+    let (mut n, mut max, mut u1, mut u2, mut keyed) = (0u32, -1i32, 0u64, 0u64, 0u32);
+    for idx in 0..a.layout().ipc_mni.min(1 << 20) {
+        let used = reg.bm.test(idx);
+        let s = registry::slot::<K>(a, idx).map_err(|x| e(format!("slot {idx}: {x}")))?;
+        let h = s.head();
+        let state = h.state.load(Relaxed);
+        match (used, state) {
+            (true, LIVE) => {}
+            (false, FREE) => continue,
+            _ => return Err(e(format!("index {idx}: bitmap {used}, state {state}"))),
+        }
+        // Locking the object runs its repair, as any caller's lock would.
+        drop(registry::lock_object::<K>(a, s).map_err(|x| e(format!("object {idx}: {x}")))?);
+        n += 1;
+        max = idx as i32;
+        let (x, y) = K::usage(a, s);
+        u1 += x;
+        u2 += y;
+        let key = h.key.load(Relaxed);
+        if key != IPC_PRIVATE {
+            keyed += 1;
+            match keys::get(a, reg.r, key) {
+                Ok(Some(i)) if i == idx => {}
+                other => return Err(e(format!("index {idx}: key {key} finds {other:?}"))),
+            }
+        }
+    }
+    let r = reg.r;
+    let facts = [
+        ("in_use", u64::from(r.in_use.load(Relaxed)), u64::from(n)),
+        ("max_idx", r.max_idx.load(Relaxed) as u64, max as u64),
+        ("used", r.used.load(Relaxed), u1),
+        ("used2", r.used2.load(Relaxed), u2),
+        (
+            "keys",
+            u64::from(r.keys_len.load(Relaxed)),
+            u64::from(keyed),
+        ),
+    ];
+    for (what, have, want) in facts {
+        if have != want {
+            return Err(e(format!("{what} is {have}, the objects say {want}")));
+        }
+    }
+    if r.journal.op.load(Relaxed) != 0 {
+        return Err(e("journal left open".to_string()));
+    }
+    Ok(n)
+}
