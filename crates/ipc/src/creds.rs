@@ -188,28 +188,60 @@ fn memlock_limit() -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-static CACHE: RwLock<Option<(u64, Arc<Cred>)>> = RwLock::new(None);
+/// The cache: (arena namespace, generation, credentials).
+type Cached = Option<(u64, u64, Arc<Cred>)>;
+static CACHE: RwLock<Cached> = RwLock::new(None);
 
 /// The calling process's credentials, cached; read from /proc the first
-/// time, after [`refresh`], and in a new process after fork.
+/// time, after [`refresh`], and in a child after fork (no system call on
+/// the cached path).
 pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
-    let pid = std::process::id() as i32;
-    if let Some((ns, c)) = CACHE.read().ok().and_then(|g| g.clone())
+    let generation = fork::generation();
+    if let Some((ns, g, c)) = CACHE.read().ok().and_then(|g| g.clone())
         && ns == arena_ns
-        && c.pid == pid
+        && g == generation
     {
         return Ok(c);
     }
     let c = Arc::new(Cred::read_current(arena_ns)?);
     if let Ok(mut g) = CACHE.write() {
-        *g = Some((arena_ns, c.clone()));
+        *g = Some((arena_ns, generation, c.clone()));
     }
     Ok(c)
 }
 
 /// Forgets the cached credentials (after setuid, setgid, setgroups, capset).
 pub fn refresh() {
-    if let Ok(mut g) = CACHE.write() {
-        *g = None;
+    fork::bump();
+}
+
+mod fork {
+    //! A generation number that changes in the child at every fork and on
+    //! every `refresh`.
+    //!
+    //! # Safety
+    //! `pthread_atfork` registers a child handler that only increments an
+    //! atomic, which is async-signal-safe as a fork handler must be.
+    #![allow(unsafe_code)]
+    use core::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Once;
+
+    static GENERATION: AtomicU64 = AtomicU64::new(0);
+    static REGISTER: Once = Once::new();
+
+    extern "C" fn in_child() {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn generation() -> u64 {
+        REGISTER.call_once(|| {
+            // SAFETY: registers a handler that touches only an atomic.
+            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        });
+        GENERATION.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn bump() {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
     }
 }
