@@ -114,6 +114,10 @@ pub fn info_maxidx(reg: &Reg<'_>) -> i32 {
 
 /// What `ipcget_public` does for an existing key after EEXIST: the
 /// mechanism's `more_checks`, then `ipcperms(flg)`; the id on success.
+///
+/// Lock state: the registry lock held. That is enough: the perm fields
+/// change only under it (IPC_SET) and the sizes `more_checks` reads never
+/// change, so the object lock is not taken.
 pub fn existing<K: Kind>(
     a: &Arena,
     cred: &Cred,
@@ -122,7 +126,6 @@ pub fn existing<K: Kind>(
     more_checks: impl FnOnce(&K::Slot) -> SysResult<()>,
 ) -> SysResult<i32> {
     let s = registry::slot::<K>(a, idx)?;
-    let _g = lock_object::<K>(a, s)?;
     more_checks(s)?;
     perm::ipcperms(cred, s.head(), flg)?;
     Ok(a.layout().make_id(s.head().seq.load(Relaxed), idx))

@@ -146,7 +146,7 @@ pub fn rebuild(
     entries: impl ExactSizeIterator<Item = (i32, u32)>,
 ) -> Result<(), Errno> {
     let n = entries.len() as u32;
-    let cap = ((n + 1) * 4).next_power_of_two().max(MIN_CAP);
+    let cap = ((n + 1) * 2).next_power_of_two().max(MIN_CAP);
     let off = heap::alloc(a, u64::from(cap) * 8)?;
     let t: &[AtomicU64] = a.view_slice(off, cap as usize)?;
     for (k, i) in entries {

@@ -43,3 +43,6 @@ pub fn recoveries() -> u64 {
     lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
 }
 pub use namespace::Namespace;
+
+/// Arena bytes of one object slot (every object has exactly one).
+pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;

@@ -4,6 +4,7 @@
 
 pub mod idmap;
 pub mod rseq;
+pub mod semget;
 pub mod stats;
 mod sys;
 
@@ -11,12 +12,15 @@ use anyhow::{Context, bail};
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(what) = args.first() else {
-        bail!("usage: ipcns bench idmap|rseq [--json]");
+        bail!("usage: ipcns bench idmap|rseq|semget [--json]");
     };
     // Hidden: the child half of the kernel measurement, run inside a fresh
     // user namespace by `bench idmap` itself.
     if what == idmap::KERNEL_CHILD {
         return idmap::kernel_child(&args[1..]);
+    }
+    if what == semget::KERNEL_CHILD {
+        return semget::kernel_child(&args[1..]);
     }
     let mut json = false;
     for a in &args[1..] {
@@ -28,6 +32,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     match what.as_str() {
         "idmap" => idmap::run(json).context("bench idmap"),
         "rseq" => rseq::run(json).context("bench rseq"),
-        other => bail!("bench: unknown benchmark {other:?} (expected idmap or rseq)"),
+        "semget" => semget::run(json).context("bench semget"),
+        other => bail!("bench: unknown benchmark {other:?} (expected idmap, rseq or semget)"),
     }
 }
