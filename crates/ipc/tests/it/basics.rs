@@ -107,3 +107,91 @@ fn reattach_sees_the_same_objects() {
     let again = ipcns::Namespace::open_at(t.path()).unwrap();
     assert_eq!(again.semget(&root, 0x99, 0, 0), Ok(s));
 }
+
+#[test]
+fn extend_mode_ids() {
+    let t = TestNs::with(
+        "extend",
+        ipcns::CreateOptions {
+            extend: true,
+            heap_size: 64 << 20,
+            ..Default::default()
+        },
+    );
+    let root = Cred::root(1);
+    let ids: Vec<i32> = (0..4100)
+        .map(|_| t.ns.semget(&root, 0, 1, 0o600).unwrap())
+        .collect();
+    assert_eq!(ids[4099], 4099);
+    for id in &ids {
+        t.ns.semctl(&root, *id, 0, IPC_RMID, SemArg::None).unwrap();
+    }
+    // The cursor (4100) is past the 4096-index window: wrap to 0, seq 1.
+    assert_eq!(t.ns.semget(&root, 0, 1, 0o600), Ok(1 << 24));
+    // The sequence number has 7 bits: SEM_STAT of index 0 returns the full id.
+    let mut ds = semid64_ds::default();
+    assert_eq!(
+        t.ns.semctl(&root, 0, 0, SEM_STAT, SemArg::Ds(&mut ds)),
+        Ok(1 << 24)
+    );
+}
+
+#[test]
+fn callers_in_a_child_user_namespace_see_translated_ids() {
+    use ipcns_idmap::IdMap;
+    let t = TestNs::new("userns");
+    let root = Cred::root(1);
+    // The arena's namespace stores owner 100000 (a container's root).
+    let mut host = Cred::user(2, 100_000, 100_000, vec![]);
+    host.cap_sys_admin = true;
+    let s = t.ns.semget(&host, 0x42, 1, IPC_CREAT | 0o640).unwrap();
+    // A caller inside a user namespace mapping 0..65536 onto 100000..
+    let maps = std::sync::Arc::new((
+        IdMap::parse("0 100000 65536").unwrap(),
+        IdMap::parse("0 100000 65536").unwrap(),
+    ));
+    let inside = Cred {
+        maps: Some(maps),
+        ..Cred::user(3, 100_000, 100_000, vec![])
+    };
+    let mut ds = semid64_ds::default();
+    t.ns.semctl(&inside, s, 0, IPC_STAT, SemArg::Ds(&mut ds))
+        .unwrap();
+    assert_eq!(
+        (ds.sem_perm.uid, ds.sem_perm.cuid, ds.sem_perm.gid),
+        (0, 0, 0)
+    );
+    // An id outside its map reads as 65534.
+    let other = t.ns.semget(&root, 0x43, 1, IPC_CREAT | 0o644).unwrap();
+    t.ns.semctl(&inside, other, 0, IPC_STAT, SemArg::Ds(&mut ds))
+        .unwrap();
+    assert_eq!((ds.sem_perm.uid, ds.sem_perm.gid), (65534, 65534));
+    // IPC_SET maps the new owner down; an unmappable one is EINVAL.
+    ds = semid64_ds::default();
+    ds.sem_perm.uid = 1000;
+    ds.sem_perm.gid = 1000;
+    ds.sem_perm.mode = 0o600;
+    assert_eq!(
+        t.ns.semctl(&inside, s, 0, IPC_SET, SemArg::Ds(&mut ds)),
+        Ok(0)
+    );
+    t.ns.semctl(&root, s, 0, IPC_STAT, SemArg::Ds(&mut ds))
+        .unwrap();
+    assert_eq!((ds.sem_perm.uid, ds.sem_perm.gid), (101_000, 101_000));
+    // The inside caller is still the creator (cuid 100000), so it may try:
+    // uid 70000 has no mapping in its namespace.
+    ds.sem_perm.uid = 70_000;
+    assert_eq!(
+        t.ns.semctl(&inside, s, 0, IPC_SET, SemArg::Ds(&mut ds)),
+        Err(Errno::EINVAL)
+    );
+    // Someone else inside, neither owner nor creator: EPERM.
+    let stranger = Cred {
+        euid: 100_005,
+        ..inside.clone()
+    };
+    assert_eq!(
+        t.ns.semctl(&stranger, s, 0, IPC_SET, SemArg::Ds(&mut ds)),
+        Err(Errno::EPERM)
+    );
+}
