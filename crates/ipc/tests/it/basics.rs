@@ -195,3 +195,68 @@ fn callers_in_a_child_user_namespace_see_translated_ids() {
         Err(Errno::EPERM)
     );
 }
+
+#[test]
+fn attaching_to_something_else_fails_clearly() {
+    use ipcns::{ArenaError, Namespace};
+    let dir = std::env::temp_dir().join(format!("ipcns-attach-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Not an arena at all.
+    let junk = dir.join("junk");
+    std::fs::write(&junk, vec![0x5a; 100_000]).unwrap();
+    let e = Namespace::open_at(&junk).err().expect("junk is refused");
+    assert!(matches!(e, ArenaError::NotAnArena { .. }), "{e}");
+    assert!(e.to_string().contains("not an ipcns arena"), "{e}");
+    // Too short.
+    let short = dir.join("short");
+    std::fs::write(&short, b"IPCNSARN").unwrap();
+    assert!(matches!(
+        Namespace::open_at(&short),
+        Err(ArenaError::NotAnArena { .. })
+    ));
+    // Another layout version.
+    let t = TestNs::with(
+        "version",
+        ipcns::CreateOptions {
+            heap_size: 1 << 20,
+            ..Default::default()
+        },
+    );
+    let mut bytes = std::fs::read(t.path()).unwrap();
+    bytes[8] = 99;
+    let other = dir.join("other-version");
+    std::fs::write(&other, &bytes).unwrap();
+    let e = Namespace::open_at(&other)
+        .err()
+        .expect("another version is refused");
+    assert!(matches!(e, ArenaError::Version { found: 99, .. }), "{e}");
+    assert!(e.to_string().contains("layout version 99"), "{e}");
+    // Missing.
+    assert!(matches!(
+        Namespace::open_at(&dir.join("none")),
+        Err(ArenaError::NotFound { .. })
+    ));
+    // Creating over an existing one refuses.
+    assert!(matches!(
+        Namespace::create_at(t.path(), ipcns::CreateOptions::default()),
+        Err(ArenaError::Exists { .. })
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn named_namespaces_are_files_of_mode_0600() {
+    use ipcns::Namespace;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ipcns-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ipcns.alpha");
+    let ns = Namespace::create_at(&path, ipcns::CreateOptions::default()).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    drop(ns);
+    assert!(ipcns::namespace::path_of("../etc").is_err());
+    assert!(ipcns::namespace::path_of(".hidden").is_err());
+    assert!(ipcns::namespace::path_of("ok-name_1.2").is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
