@@ -604,7 +604,7 @@ fn sequences_match_the_kernel() {
     let cases = std::env::var("IPCNS_DIFF_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1500);
+        .unwrap_or(2500);
     let counter = std::sync::atomic::AtomicUsize::new(0);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases,
