@@ -21,6 +21,17 @@ const SEM_HEADER: &str =
 const MSG_HEADER: &str = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid      stime      rtime      ctime\n";
 const SHM_HEADER: &str = "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime                   rss                  swap\n";
 
+/// The `uid gid cuid cgid` columns (`%5u` each), as the reader sees them.
+fn owners(c: &Cred, h: &crate::object::Head) -> String {
+    format!(
+        "{:>5} {:>5} {:>5} {:>5}",
+        c.show_uid(h.uid.load(Relaxed)),
+        c.show_gid(h.gid.load(Relaxed)),
+        c.show_uid(h.cuid.load(Relaxed)),
+        c.show_gid(h.cgid.load(Relaxed))
+    )
+}
+
 impl Namespace {
     /// The text of `/proc/sysvipc/sem`, `msg` or `shm` for this namespace.
     pub fn proc_text(&self, cred: &Cred, m: Mech) -> SysResult<String> {
@@ -29,15 +40,12 @@ impl Namespace {
                 let h = &s.head;
                 let _ = writeln!(
                     out,
-                    "{:>10} {:>10}  {:>4o} {:>10} {:>5} {:>5} {:>5} {:>5} {:>10} {:>10}",
+                    "{:>10} {:>10}  {:>4o} {:>10} {} {:>10} {:>10}",
                     h.key.load(Relaxed),
                     id,
                     h.mode.load(Relaxed),
                     s.nsems.load(Relaxed),
-                    c.show_uid(h.uid.load(Relaxed)),
-                    c.show_gid(h.gid.load(Relaxed)),
-                    c.show_uid(h.cuid.load(Relaxed)),
-                    c.show_gid(h.cgid.load(Relaxed)),
+                    owners(c, h),
                     s.otime.load(Relaxed) as u64,
                     h.ctime.load(Relaxed) as u64,
                 );
@@ -46,7 +54,7 @@ impl Namespace {
                 let h = &s.head;
                 let _ = writeln!(
                     out,
-                    "{:>10} {:>10}  {:>4o}  {:>10} {:>10} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10}",
+                    "{:>10} {:>10}  {:>4o}  {:>10} {:>10} {:>5} {:>5} {} {:>10} {:>10} {:>10}",
                     h.key.load(Relaxed),
                     id,
                     h.mode.load(Relaxed),
@@ -54,10 +62,7 @@ impl Namespace {
                     s.qnum.load(Relaxed),
                     s.lspid.load(Relaxed) as u32,
                     s.lrpid.load(Relaxed) as u32,
-                    c.show_uid(h.uid.load(Relaxed)),
-                    c.show_gid(h.gid.load(Relaxed)),
-                    c.show_uid(h.cuid.load(Relaxed)),
-                    c.show_gid(h.cgid.load(Relaxed)),
+                    owners(c, h),
                     s.stime.load(Relaxed) as u64,
                     s.rtime.load(Relaxed) as u64,
                     h.ctime.load(Relaxed) as u64,
@@ -72,7 +77,7 @@ impl Namespace {
                         .map_or(0, |m| m.blocks() * 512);
                     let _ = writeln!(
                         out,
-                        "{:>10} {:>10}  {:>4o} {:>21} {:>5} {:>5}  {:>5} {:>5} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>21} {:>21}",
+                        "{:>10} {:>10}  {:>4o} {:>21} {:>5} {:>5}  {:>5} {} {:>10} {:>10} {:>10} {:>21} {:>21}",
                         h.key.load(Relaxed),
                         id,
                         h.mode.load(Relaxed),
@@ -80,10 +85,7 @@ impl Namespace {
                         s.cpid.load(Relaxed) as u32,
                         s.lpid.load(Relaxed) as u32,
                         s.nattch.load(Relaxed),
-                        c.show_uid(h.uid.load(Relaxed)),
-                        c.show_gid(h.gid.load(Relaxed)),
-                        c.show_uid(h.cuid.load(Relaxed)),
-                        c.show_gid(h.cgid.load(Relaxed)),
+                        owners(c, h),
                         s.atime.load(Relaxed) as u64,
                         s.dtime.load(Relaxed) as u64,
                         h.ctime.load(Relaxed) as u64,

@@ -46,24 +46,7 @@ impl Drop for TestNs {
 /// Runs `f` in a forked child and returns its exit code (`-signal` if it
 /// was killed). The child `_exit`s without unwinding into the harness.
 pub fn fork_run(f: impl FnOnce() -> i32) -> i32 {
-    // SAFETY: the child runs only `f` (system calls and allocation, which
-    // glibc makes safe after fork) and then _exits.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(101);
-        // SAFETY: ends the child at once.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waits for our own child; `status` is a valid out-pointer.
-    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(r, pid);
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -libc::WTERMSIG(status)
-    }
+    wait_child(fork_child(f))
 }
 
 /// Starts `f` in a forked child and returns its pid; see [`wait_child`].
