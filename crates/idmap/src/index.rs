@@ -10,6 +10,14 @@
 //! that block are: two fixed-size, branch-free SIMD comparisons and exactly
 //! two dependent loads. The result is the number of extents starting at or
 //! before `id`, so the candidate is the extent just before it in sorted order.
+//!
+//! In front of the tree sits a directory: the span from the first start to
+//! the last end cut into at most 1024 equal buckets, each holding the rank
+//! at its first id. Where extents are spread out (most real maps: a few
+//! large ranges, or many evenly laid ones) a lookup is one directory load
+//! and a compare or two against the sorted starts; buckets holding more than
+//! a few starts are marked dense and send the lookup to the tree, so no
+//! layout costs more than the tree plus one load.
 
 use crate::MAX_EXTENTS;
 use lanes::Keys16;
@@ -18,8 +26,21 @@ use lanes::Keys16;
 const BLOCK: usize = 16;
 const _: () = assert!(MAX_EXTENTS.div_ceil(BLOCK) - 1 <= 2 * BLOCK);
 
+/// Directory buckets at most; a bucket with more starts than `SPARSE` is dense.
+const BUCKETS: u64 = 1024;
+const SPARSE: u16 = 4;
+const DENSE: u16 = 1 << 15;
+
 #[derive(Clone)]
 pub(crate) struct Index {
+    /// First start; ids below it rank 0.
+    lo: u32,
+    /// log2 of the bucket width.
+    shift: u32,
+    /// Per bucket: the rank at its first id, or DENSE.
+    dir: Box<[u16]>,
+    /// The sorted starts.
+    starts: Box<[u32]>,
     /// Separators: `root[b]` = first start of block `b + 1`; unused slots
     /// hold u32::MAX. 32 slots: enough for `ceil(340 / 16) = 22` blocks.
     root: [Keys16; 2],
@@ -30,28 +51,82 @@ pub(crate) struct Index {
 impl Index {
     /// Builds the index over `starts`, which must be sorted ascending, hold
     /// no u32::MAX and number at most 340.
-    pub(crate) fn new(starts: impl ExactSizeIterator<Item = u32>) -> Index {
+    /// `end` is one past the last id of the last-ending extent.
+    pub(crate) fn new(starts: impl ExactSizeIterator<Item = u32>, end: u64) -> Index {
         let n = starts.len();
         debug_assert!(n <= MAX_EXTENTS);
+        let sorted: Vec<u32> = starts.collect();
         let nblocks = n.div_ceil(BLOCK).max(1);
         let mut plain = vec![[u32::MAX; BLOCK]; nblocks];
-        for (i, s) in starts.enumerate() {
+        for (i, &s) in sorted.iter().enumerate() {
             debug_assert!(s != u32::MAX);
             plain[i / BLOCK][i % BLOCK] = s;
+        }
+        // The directory over [lo, end).
+        let lo = sorted.first().copied().unwrap_or(0);
+        let span = end.saturating_sub(u64::from(lo)).max(1);
+        let mut shift = 0;
+        while (span - 1) >> shift >= BUCKETS {
+            shift += 1;
+        }
+        let nb = ((span - 1) >> shift) + 1;
+        let mut dir = Vec::with_capacity(nb as usize);
+        let mut r = 0usize;
+        for b in 0..nb {
+            let first = u64::from(lo) + (b << shift);
+            let next = first + (1 << shift);
+            while r < n && u64::from(sorted[r]) <= first {
+                r += 1;
+            }
+            let inside = sorted[r..]
+                .iter()
+                .take_while(|&&s| u64::from(s) < next)
+                .count();
+            dir.push(if inside > SPARSE as usize {
+                DENSE
+            } else {
+                r as u16
+            });
         }
         let mut root = [[u32::MAX; BLOCK]; 2];
         for b in 1..nblocks {
             root[(b - 1) / BLOCK][(b - 1) % BLOCK] = plain[b][0];
         }
         Index {
+            lo,
+            shift,
+            dir: dir.into_boxed_slice(),
+            starts: sorted.into_boxed_slice(),
             root: root.map(|k| Keys16::new(&k)),
             blocks: plain.iter().map(Keys16::new).collect(),
         }
     }
 
-    /// The number of starts `<= id`. `id` must not be u32::MAX (never mapped).
+    /// The number of starts `<= id`.
     #[inline]
     pub(crate) fn rank(&self, id: u32) -> usize {
+        let Some(off) = id.checked_sub(self.lo) else {
+            return 0;
+        };
+        match self.dir.get((off >> self.shift) as usize) {
+            // Past the last end: every start is below.
+            None => self.starts.len(),
+            Some(&d) if d & DENSE == 0 => {
+                // At most SPARSE starts lie in the bucket beyond its rank.
+                let mut r = d as usize;
+                while self.starts.get(r).is_some_and(|&s| s <= id) {
+                    r += 1;
+                }
+                r
+            }
+            Some(_) => self.tree_rank(id),
+        }
+    }
+
+    /// The rank from the two-level tree. `id` lies inside the directory's
+    /// span, so below u32::MAX, which the tree's padding requires.
+    #[inline]
+    fn tree_rank(&self, id: u32) -> usize {
         // Both levels are sorted with u32::MAX padding (never <= id since
         // id < u32::MAX), so the keys `<= id` form a prefix of each.
         let b = if self.blocks.len() == 1 {
@@ -157,7 +232,7 @@ mod tests {
     fn rank_counts_starts_at_or_below() {
         for n in [1usize, 5, 15, 16, 17, 31, 32, 33, 200, 256, 257, 340] {
             let starts: Vec<u32> = (0..n as u32).map(|i| i * 10 + 5).collect();
-            let ix = Index::new(starts.iter().copied());
+            let ix = Index::new(starts.iter().copied(), u64::from(starts[n - 1]) + 3);
             for id in [
                 0u32,
                 4,
@@ -180,7 +255,7 @@ mod tests {
         }
         // Keys on both sides of the sign bit.
         let starts: Vec<u32> = (0..40u32).map(|i| i * 100_000_000).collect();
-        let ix = Index::new(starts.iter().copied());
+        let ix = Index::new(starts.iter().copied(), 3_900_000_001);
         for id in [
             0,
             1,
@@ -192,6 +267,27 @@ mod tests {
         ] {
             let want = starts.iter().filter(|&&s| s <= id).count();
             assert_eq!(ix.rank(id), want, "id={id}");
+        }
+        // Dense buckets: 300 starts crowded near 0, one far away.
+        let mut starts: Vec<u32> = (0..300u32).map(|i| i * 3).collect();
+        starts.push(4_000_000_000);
+        let ix = Index::new(starts.iter().copied(), 4_000_000_010);
+        for id in [
+            0u32,
+            1,
+            3,
+            500,
+            897,
+            898,
+            899,
+            900,
+            1_000_000,
+            3_999_999_999,
+            4_000_000_000,
+            4_000_000_005,
+        ] {
+            let want = starts.iter().filter(|&&s| s <= id).count();
+            assert_eq!(ix.rank(id), want, "dense id={id}");
         }
     }
 }

@@ -176,17 +176,14 @@ impl IdMap {
                 .iter()
                 .find(|e| e.contains(side, id)),
             Repr::Large(l) => {
-                // 4294967295 is never inside a valid extent, and the index
-                // requires ids below it.
-                if id == u32::MAX {
-                    return None;
-                }
                 let (index, sorted) = match side {
                     Side::Upper => (&l.down, &l.forward),
                     Side::Lower => (&l.up, &l.reverse),
                 };
-                let rank = index.rank(id);
-                let e = sorted.get(rank.checked_sub(1)?)?;
+                // The last extent starting at or before `id` is the only
+                // candidate (4294967295 ranks past every start and is in no
+                // extent, so it needs no special case).
+                let e = sorted.get(index.rank(id).wrapping_sub(1))?;
                 e.contains(side, id).then_some(e)
             }
         }
@@ -336,8 +333,15 @@ impl Builder {
         forward.sort_unstable_by_key(|e| e.first);
         let mut reverse = forward.clone();
         reverse.sort_unstable_by_key(|e| e.lower_first);
-        let down = Index::new(forward.iter().map(|e| e.first));
-        let up = Index::new(reverse.iter().map(|e| e.lower_first));
+        let end = |side: Side| {
+            forward
+                .iter()
+                .map(|e| u64::from(e.start(side)) + u64::from(e.count))
+                .max()
+                .unwrap_or(0)
+        };
+        let down = Index::new(forward.iter().map(|e| e.first), end(Side::Upper));
+        let up = Index::new(reverse.iter().map(|e| e.lower_first), end(Side::Lower));
         IdMap {
             repr: Repr::Large(Box::new(Large {
                 written,

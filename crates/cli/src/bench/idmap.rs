@@ -7,7 +7,7 @@
 //! namespace with N extents, 1000 files.
 
 use super::stats::{json_num, median, ns_per_iter, ratio};
-use super::sys::fstat_uid;
+use super::sys::{align_next_loop, fstat_uid};
 use anyhow::{Context, bail};
 use ipcns_idmap::baseline::{KernelSortedMap, LinearMap};
 use ipcns_idmap::proc::{Pid, Setgroups, write_maps};
@@ -58,6 +58,8 @@ struct Row {
 fn time_lookup(f: impl Fn(u32) -> Option<u32>, id: u32) -> f64 {
     ns_per_iter(ROUNDS, ITERS, |iters| {
         let mut acc = 0u32;
+        // Every row's loop starts on a 64-byte boundary (see sys.rs).
+        align_next_loop();
         for _ in 0..iters {
             acc ^= f(black_box(id)).unwrap_or(1);
         }

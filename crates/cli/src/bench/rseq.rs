@@ -12,12 +12,12 @@
 //! # Safety
 //!
 //! The `unsafe` is the raw `getcpu` system call baseline, given valid
-//! pointers to locals, the plain-increment floor on a local, and the loop
-//! alignment padding.
+//! pointers to locals, and the plain-increment floor on a local.
 
 #![allow(unsafe_code)]
 
 use super::stats::{json_num, median, ns_per_iter, ratio};
+use super::sys::align_next_loop;
 use ipcns_rseq::{PerCpu, PerCpuCounter};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -125,15 +125,6 @@ fn read_loop(n: u64, read: impl Fn() -> u32) {
     for _ in 0..n {
         black_box(read());
     }
-}
-
-/// Pads the code up to the next 64-byte boundary, so that the loop that
-/// follows starts on one.
-#[inline(always)]
-fn align_next_loop() {
-    // SAFETY: emits only padding (multi-byte nops) in the instruction stream;
-    // reads and writes no memory, no register, no flag.
-    unsafe { core::arch::asm!(".p2align 6", options(nomem, nostack, preserves_flags)) };
 }
 
 fn cpu_read() -> CpuRead {
