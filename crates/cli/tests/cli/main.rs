@@ -2,6 +2,11 @@
 //! messages. One binary; a module per command family.
 
 mod idmap;
+mod ipcmk;
+mod ipcrm;
+mod ipcs;
+mod kernel;
+mod nscmds;
 
 use std::process::{Command, Output, Stdio};
 
