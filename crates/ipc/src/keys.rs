@@ -28,9 +28,12 @@ fn entry_idx(e: u64) -> u32 {
 }
 
 fn home(key: i32, cap: u32) -> u32 {
-    // Fibonacci hashing of the 32-bit key into `cap` (a power of two) slots.
-    ((u64::from(key as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> (64 - cap.trailing_zeros()))
-        as u32
+    // The key's low bits with its high bits folded in: keys that differ
+    // anywhere land apart, and consecutive keys (the common `k++` and
+    // ftok patterns) land in consecutive slots, so a run of lookups walks
+    // the table in order instead of missing the cache on every key.
+    let x = key as u32;
+    (x ^ (x >> 16) ^ (x >> 24)) & (cap - 1)
 }
 
 fn table<'a>(a: &'a Arena, reg: &Registry) -> Result<Option<&'a [AtomicU64]>, Errno> {
