@@ -60,6 +60,18 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+    // `ipcns --ns NAME COMMAND ...` is `ipcns COMMAND --ns NAME ...`.
+    let global = match args.first().map(String::as_str) {
+        Some("--ns") if args.len() >= 3 => Some((&args[..2], &args[2..])),
+        Some(a) if a.starts_with("--ns=") && args.len() >= 2 => Some((&args[..1], &args[1..])),
+        _ => None,
+    };
+    if let Some((opt, rest)) = global {
+        let mut moved = vec![rest[0].clone()];
+        moved.extend_from_slice(opt);
+        moved.extend_from_slice(&rest[1..]);
+        return run(&moved);
+    }
     match args.first().map(String::as_str) {
         Some("idmap") => idmap::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]).map(|()| ExitCode::SUCCESS),

@@ -93,8 +93,8 @@ impl Namespace {
         }
     }
 
-    /// Removes namespace `name` (its arena file); attached processes keep
-    /// their mapping until they exit.
+    /// Removes namespace `name`: its arena file and its segments' files.
+    /// Attached processes keep their mappings until they exit.
     pub fn remove(name: &str) -> Result<(), ArenaError> {
         let p = path_of(name)?;
         std::fs::remove_file(&p).map_err(|source| {
@@ -106,16 +106,40 @@ impl Namespace {
                     source,
                 }
             }
-        })
+        })?;
+        let segments = format!("{PREFIX}{name}.shm.");
+        if let Ok(entries) = std::fs::read_dir(dir()) {
+            for e in entries.filter_map(|e| e.ok()) {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                if n.strip_prefix(&segments)
+                    .is_some_and(|serial| serial.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// The names of the namespaces in [`dir`].
+    /// The names of the namespaces in [`dir`]: files named `ipcns.NAME`
+    /// that start with an arena's magic number (so neither shm segment
+    /// files nor half-made arenas).
     pub fn list() -> std::io::Result<Vec<String>> {
+        let is_arena = |p: &std::path::Path| {
+            use std::io::Read;
+            let mut magic = [0u8; 8];
+            std::fs::File::open(p)
+                .and_then(|mut f| f.read_exact(&mut magic))
+                .is_ok()
+                && u64::from_le_bytes(magic) == crate::arena::header::MAGIC
+        };
         let mut v: Vec<String> = std::fs::read_dir(dir())?
             .filter_map(|e| e.ok())
+            .filter(|e| is_arena(&e.path()))
             .filter_map(|e| e.file_name().into_string().ok())
             .filter_map(|n| n.strip_prefix(PREFIX).map(str::to_string))
-            .filter(|n| !n.contains(".tmp.") && path_of(n).is_ok())
+            .filter(|n| path_of(n).is_ok())
             .collect();
         v.sort();
         Ok(v)

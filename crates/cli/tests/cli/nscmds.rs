@@ -140,9 +140,20 @@ fn ns_create_list_info_remove() {
         info.contains("extend:  no (ipc_mni 32768, 15-bit index)\n"),
         "{info}"
     );
+    // `--ns` may also come before the command.
     let o = run(&["--ns", "alpha", "ns", "info"]);
-    assert_eq!(o.status.code(), Some(1), "--ns goes after the command");
+    assert!(
+        text(&o.stdout).contains("name:    alpha\n"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&["--ns=alpha", "ipcmk", "-M", "100"]);
+    assert_eq!(text(&o.stdout), "Shared memory id: 0\n");
+    // A segment's file is no namespace, and goes with its namespace.
+    assert!(dir.join("ipcns.alpha.shm.1").exists());
+    assert_eq!(text(&run(&["ns", "list"]).stdout), "alpha\ndefault\n");
     assert!(run(&["ns", "remove", "alpha"]).status.success());
+    assert!(!dir.join("ipcns.alpha.shm.1").exists());
     let o = run(&["ns", "remove", "alpha"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
