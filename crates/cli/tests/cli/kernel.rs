@@ -50,20 +50,20 @@ pub fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Waits, when needed, until at least 20 ms into a second with 300 ms of it
+/// Waits, when needed, until at least 100 ms into a second with 400 ms of it
 /// left, and returns that second. The kernel stamps objects with the
 /// tick-granular `ktime_get_real_seconds()`, which can lag the clock by a
-/// tick just after a second begins.
+/// tick (more on an idle tickless cpu) just after a second begins.
 pub fn settled_second() -> u64 {
     loop {
         let d = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         let ms = d.subsec_millis();
-        if (20..700).contains(&ms) {
+        if (100..600).contains(&ms) {
             return d.as_secs();
         }
-        let wait = if ms < 20 { 20 - ms } else { 1020 - ms };
+        let wait = if ms < 100 { 100 - ms } else { 1100 - ms };
         std::thread::sleep(std::time::Duration::from_millis(u64::from(wait)));
     }
 }
