@@ -328,31 +328,19 @@ fn sem_main(
     Ok(match cmd {
         abi::GETVAL => sem.semval.load(Relaxed),
         abi::GETPID => sem.sempid.load(Relaxed),
-        // count_semcnt: waiters whose blocking operation is on this
-        // semaphore; the wait queue is empty until semop exists.
-        _ => count_waiters(s),
+        // GETNCNT, GETZCNT (count_semcnt): the tasks sleeping in semop on
+        // this semaphore. Nothing can sleep before semop exists, so none.
+        _ => 0,
     })
-}
-
-fn count_waiters(s: &SemSlot) -> i32 {
-    i32::from(s.queue.load(Relaxed) != 0)
 }
 
 /// SETALL under the object lock, through the roll-forward journal.
 fn sem_setall(a: &Arena, cred: &Cred, s: &SemSlot, semid: i32, vals: &[u16]) -> SysResult<i32> {
     let n = vals.len();
+    let _g = lock_object::<SemKind>(a, s)?;
+    still_valid(a, &s.head, semid)?;
+    // Lock order object -> heap allows allocating the journal here.
     let journal = heap::alloc(a, n as u64 * 8)?;
-    let _g = match lock_object::<SemKind>(a, s) {
-        Ok(g) => g,
-        Err(e) => {
-            let _ = heap::free(a, journal, n as u64 * 8);
-            return Err(e);
-        }
-    };
-    if let Err(e) = still_valid(a, &s.head, semid) {
-        let _ = heap::free(a, journal, n as u64 * 8);
-        return Err(e);
-    }
     let words: &[AtomicU64] = a.view_slice(journal, n)?;
     for (w, &v) in words.iter().zip(vals) {
         w.store(u64::from(v) | (u64::from(cred.pid as u32) << 32), Relaxed);
