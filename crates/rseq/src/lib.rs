@@ -24,10 +24,13 @@
 //!   `None` where unavailable), [`current_cpu`]; [`ThreadArea`] keeps the
 //!   area's address for a loop, so each read is one load;
 //! - [`ops`]: the critical sections (load-add-store, load-compare-store,
-//!   double compare, try-store-then-store, list push and pop), indexed by
+//!   double compare, try-store-then-store, list push and pop over
+//!   [`Blocks`]), indexed by
 //!   cpu or `mm_cid`, each returning [`Outcome`] success / miss / abort;
-//! - safe types: [`PerCpu`], [`PerCpuCounter`], [`FreeList`], usable in memory
-//!   mapped `MAP_SHARED` by several processes.
+//! - safe types: [`PerCpu`], [`PerCpuCounter`], [`FreeList`] (per-cpu stacks
+//!   of 32-bit block indexes, so regions of 4 GiB and more; every index read
+//!   from shared memory is checked before use, see [`BadIndex`]), usable in
+//!   memory mapped `MAP_SHARED` by several processes.
 //!
 //! ## Example
 //!
@@ -61,10 +64,10 @@ mod percpu;
 
 pub use counter::PerCpuCounter;
 pub use cpus::{parse_cpu_list, possible_cpus};
-pub use freelist::{BadOffset, FreeList};
+pub use freelist::FreeList;
 pub use mode::{
     Errno, Info, Mode, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid,
     mm_cid_available, mode, node_id, sched_getcpu, thread_registered,
 };
-pub use ops::{Index, Outcome, Slots};
+pub use ops::{BadIndex, Blocks, Index, Outcome, Slots};
 pub use percpu::{PerCpu, Slot};

@@ -66,27 +66,26 @@ fn list() {
         region[2 * i + 1] = i as u64 + 1;
     }
     let base = region.as_mut_ptr().cast::<u8>();
-    let mut l = unsafe { FreeList::new(FreeList::new_heads(), base, NODES * 16) };
-    for i in 0..NODES {
-        l.push((i * 16) as u32).unwrap();
+    let mut l = unsafe { FreeList::new(FreeList::new_heads(), base, 16, NODES as u32) };
+    for i in 0..NODES as u32 {
+        l.push(i).unwrap();
     }
     let shared = &l;
     threads(|_| {
         for _ in 0..REPS {
-            if let Some(off) = shared.pop() {
-                shared.push(off).unwrap();
+            if let Some(i) = shared.pop().unwrap() {
+                shared.push(i).unwrap();
             }
         }
     });
-    let mut all = l.take_all();
-    all.sort_unstable();
-    let sum: u64 = all.iter().map(|&o| region[o as usize / 8 + 1]).sum();
+    let all = l.take_all().unwrap();
+    let sum: u64 = all.iter().map(|&i| region[2 * i as usize + 1]).sum();
     eprintln!(
         "[param list] mode {}: {} nodes, data sum {sum}",
         ipcns_rseq::mode(),
         all.len()
     );
-    assert_eq!(all, (0..NODES).map(|i| (i * 16) as u32).collect::<Vec<_>>());
+    assert_eq!(all, (0..NODES as u32).collect::<Vec<_>>());
     assert_eq!(sum, (NODES as u64 * (NODES as u64 + 1)) / 2);
 }
 

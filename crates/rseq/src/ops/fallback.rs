@@ -17,6 +17,7 @@
 
 #![allow(unsafe_code)]
 
+use super::Blocks;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Transient marker on a word being committed by a two-word fallback
@@ -113,12 +114,13 @@ pub(super) unsafe fn cmp_trystore_store(
 }
 
 /// # Safety
-/// As [`list_push`](super::list_push); `link` is the element's link word.
+/// As [`list_push`](super::list_push); `link` is the block's link word
+/// (from the checked index `enc - 1`).
 pub(super) unsafe fn list_push(head: *mut u8, link: *mut u8, enc: u32) -> u32 {
     // SAFETY: caller contract (for this and the accesses below).
     let h = unsafe { word(head) };
     let old = h.load(Ordering::Relaxed);
-    // SAFETY: the element belongs to the caller until the push succeeds.
+    // SAFETY: the block belongs to the caller until the push succeeds.
     unsafe { AtomicU32::from_ptr(link.cast()) }.store(old as u32, Ordering::Relaxed);
     let new = (old & !0xffff_ffff) | u64::from(enc);
     // Release: a popper that acquires the head sees the link written above.
@@ -129,8 +131,10 @@ pub(super) unsafe fn list_push(head: *mut u8, link: *mut u8, enc: u32) -> u32 {
 }
 
 /// # Safety
-/// As [`list_pop`](super::list_pop). Returns `(status, enc)`.
-pub(super) unsafe fn list_pop(head: *mut u8, region: *mut u8) -> (u32, u32) {
+/// As [`list_pop`](super::list_pop). Returns `(status, enc)`, as the rseq
+/// section does: on a miss `enc` is 0 for an empty list, or the head's
+/// out-of-range value, which was not dereferenced.
+pub(super) unsafe fn list_pop(head: *mut u8, blocks: &Blocks) -> (u32, u32) {
     // SAFETY: caller contract (for this and the accesses below).
     let h = unsafe { word(head) };
     // Acquire pairs with the Release of the push that published the element.
@@ -139,12 +143,17 @@ pub(super) unsafe fn list_pop(head: *mut u8, region: *mut u8) -> (u32, u32) {
     if enc == 0 {
         return (MISS, 0);
     }
+    // Check the index before reading through it: the head is shared memory.
+    let Ok(link) = blocks.block(enc - 1) else {
+        return (MISS, enc);
+    };
     // The element may be popped and reused concurrently; then the link read
-    // here is stale, but the pop count in the high half makes the
-    // compare-exchange below fail (no ABA).
-    // SAFETY: every element on a list lies inside the region (checked at push).
-    let next =
-        unsafe { AtomicU32::from_ptr(region.add(enc as usize - 1).cast()) }.load(Ordering::Relaxed);
+    // here is stale (any bytes its new owner wrote), but the pop count in the
+    // high half makes the compare-exchange below fail (no ABA), and the
+    // value is checked by the next pop anyway.
+    // SAFETY: `link` is the first word of a block inside the region
+    // (index checked just above).
+    let next = unsafe { AtomicU32::from_ptr(link.cast()) }.load(Ordering::Relaxed);
     let new = (((old >> 32) + 1) << 32) | u64::from(next);
     match h.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed) {
         Ok(_) => (SUCCESS, enc),

@@ -29,12 +29,14 @@
 #![allow(unsafe_code)]
 
 mod fallback;
+mod list;
 #[cfg(target_arch = "x86_64")]
 mod x86_64;
 #[cfg(target_arch = "x86_64")]
 use x86_64 as arch;
 
 pub use fallback::BUSY;
+pub use list::{BadIndex, Blocks, list_pop, list_push};
 
 use crate::abi;
 use crate::area;
@@ -343,86 +345,6 @@ pub unsafe fn cmp_trystore_store(
         unsafe { fallback::cmp_trystore_store(p, expect, p.wrapping_offset(ds), spec, new) },
         slot,
     )
-}
-
-/// Per-cpu list push: element at byte offset `elem` of `region` onto the list
-/// whose 8-byte head is at `slot[off]`.
-///
-/// The head holds the first element's offset + 1 in its low 32 bits (0:
-/// empty; so zeroed memory is a valid empty list) and a pop count in its high
-/// 32 bits; each free element's first 4 bytes hold the next element's
-/// offset + 1.
-///
-/// # Safety
-///
-/// As [`add`] for the head; `region .. region + elem + 4` is valid, `elem` is
-/// a multiple of 4 and below `u32::MAX`, and the element is not on any list
-/// (the caller owns it).
-#[inline(always)]
-pub unsafe fn list_push(
-    s: &Slots,
-    index: Index,
-    off: usize,
-    region: *mut u8,
-    elem: u32,
-) -> Outcome {
-    let enc = elem + 1;
-    if let Some((area, idx)) = index_ptr(index) {
-        // SAFETY: as in `add`; the element is the caller's.
-        let (st, slot) = unsafe {
-            arch::list_push(
-                area,
-                idx,
-                s.len,
-                s.base.wrapping_add(off),
-                s.stride,
-                region,
-                enc,
-            )
-        };
-        if st != arch::NO_INDEX {
-            return outcome(st, slot);
-        }
-    }
-    let (slot, p) = s.fallback_slot(off);
-    // SAFETY: as in `add`; the element is the caller's.
-    outcome(
-        unsafe { fallback::list_push(p, region.wrapping_add(elem as usize), enc) },
-        slot,
-    )
-}
-
-/// Per-cpu list pop from the list at `slot[off]` (see [`list_push`]):
-/// `Success` carries the element's offset; `Miss` means the list was empty.
-///
-/// # Safety
-///
-/// As [`list_push`]: every element pushed on these lists lies in `region`.
-#[inline(always)]
-pub unsafe fn list_pop(s: &Slots, index: Index, off: usize, region: *mut u8) -> Outcome<u32> {
-    let (st, slot, enc) = match index_ptr(index) {
-        // SAFETY: as in `add`; elements are in `region`.
-        Some((area, idx)) => unsafe {
-            arch::list_pop(area, idx, s.len, s.base.wrapping_add(off), s.stride, region)
-        },
-        None => (arch::NO_INDEX, 0, 0),
-    };
-    let (st, slot, enc) = if st == arch::NO_INDEX {
-        let (slot, p) = s.fallback_slot(off);
-        // SAFETY: as in `add`; elements are in `region`.
-        let (st, enc) = unsafe { fallback::list_pop(p, region) };
-        (st, slot, enc)
-    } else {
-        (st, slot, enc)
-    };
-    match st {
-        arch::SUCCESS => Outcome::Success {
-            slot,
-            value: enc - 1,
-        },
-        arch::MISS => Outcome::Miss { slot },
-        _ => Outcome::Abort,
-    }
 }
 
 const _: () = {

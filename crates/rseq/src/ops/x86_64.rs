@@ -308,14 +308,24 @@ pub(super) unsafe fn cmp_trystore_store(
     }
 }
 
-/// Treiber push of element `enc - 1` of `region` onto the list whose head is
-/// at `slot`. Head: low 32 bits = first element's offset + 1 (0 = empty),
-/// high 32 bits = pop count. Link: the element's first 4 bytes, same
-/// encoding.
+/// Treiber push of block `enc - 1` onto the list whose head is at `slot`
+/// (encoding in the `list` module doc: index + 1 in the head's low 32 bits,
+/// pop count in its high 32 bits; the same index + 1 in each link). `link`
+/// is the block's first word, computed by the caller from the checked
+/// index. The store to `link` is a try-store (the block is the caller's
+/// until the commit); the head store is the commit. Returns
+/// `(status, index)`.
+///
+/// ```text
+///   h = [slot]
+///   [link] = low32(h)                  try-store: old first element
+///   h = high32(h) << 32 | enc
+///   [slot] = h                         the commit
+/// ```
 ///
 /// # Safety
 ///
-/// See the module doc; `region + enc - 1` is valid for a 4-byte write.
+/// See the module doc; `link` is valid for a 4-byte write.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) unsafe fn list_push(
@@ -324,7 +334,7 @@ pub(super) unsafe fn list_push(
     n: u32,
     base: *mut u8,
     stride: usize,
-    region: *mut u8,
+    link: *mut u8,
     enc: u32,
 ) -> (u32, u32) {
     // SAFETY: the caller upholds the module contract.
@@ -332,25 +342,41 @@ pub(super) unsafe fn list_push(
         section!(
             [
                 "mov {h}, qword ptr [{slot}]",
-                "mov dword ptr [{rg} + {el} - 1], {h:e}",
+                "mov dword ptr [{lk}], {h:e}",
                 "shr {h}, 32",
                 "shl {h}, 32",
                 "or {h}, {el}",
                 "mov qword ptr [{slot}], {h}",
             ],
             area, idx, n, base, stride,
-            rg = in(reg) region, el = in(reg) u64::from(enc), h = out(reg) _,
+            lk = in(reg) link, el = in(reg) u64::from(enc), h = out(reg) _,
         )
     }
 }
 
 /// Treiber pop from the list whose head is at `slot` (encoding as in
-/// [`list_push`]). Returns `(status, index, enc)`; `enc - 1` is the element's
-/// offset on success.
+/// [`list_push`]) over the blocks `blocks` describes. Returns `(status,
+/// index, enc)`: on success `enc - 1` is the popped block's index; on a miss
+/// `enc` is 0 for an empty list, or the head's out-of-range value, which was
+/// not dereferenced.
+///
+/// The descriptor's fields are read in the section (one register for all
+/// three, so the section needs 11 of the 13 allocatable registers), and the
+/// index is compared with the number of blocks before the link is read:
+///
+/// ```text
+///   h = [slot] ; el = low32(h)
+///   el == 0           -> miss (empty)
+///   el > blocks.len   -> miss, el kept (index el - 1 out of range)
+///   nx = [blocks.base + (el - 1) * blocks.size]   the link, 64-bit offset
+///   h = (high32(h) + 1) << 32 | nx
+///   [slot] = h                                    the commit
+/// ```
 ///
 /// # Safety
 ///
-/// See the module doc; every element on the list is valid for a 4-byte read.
+/// See the module doc; `blocks` satisfies the contract of
+/// [`Blocks::new`](super::Blocks::new).
 #[inline(always)]
 pub(super) unsafe fn list_pop(
     area: *mut Rseq,
@@ -358,10 +384,11 @@ pub(super) unsafe fn list_pop(
     n: u32,
     base: *mut u8,
     stride: usize,
-    region: *mut u8,
+    blocks: &super::Blocks,
 ) -> (u32, u32, u32) {
     let enc: u64;
-    // SAFETY: the caller upholds the module contract.
+    // SAFETY: the caller upholds the module contract; the link is read only
+    // at an index below `blocks.len`, inside the region.
     let (st, cpu) = unsafe {
         section!(
             [
@@ -369,7 +396,12 @@ pub(super) unsafe fn list_pop(
                 "mov {el:e}, {h:e}",
                 "test {el:e}, {el:e}",
                 "jz 8b",
-                "mov {nx:e}, dword ptr [{rg} + {el} - 1]",
+                "cmp {el:e}, dword ptr [{bk} + {len}]",
+                "ja 8b",
+                "lea {nx}, [{el} - 1]",
+                "imul {nx}, qword ptr [{bk} + {size}]",
+                "add {nx}, qword ptr [{bk} + {rg}]",
+                "mov {nx:e}, dword ptr [{nx}]",
                 "shr {h}, 32",
                 "add {h}, 1",
                 "shl {h}, 32",
@@ -377,7 +409,11 @@ pub(super) unsafe fn list_pop(
                 "mov qword ptr [{slot}], {h}",
             ],
             area, idx, n, base, stride,
-            rg = in(reg) region, el = out(reg) enc, h = out(reg) _, nx = out(reg) _,
+            bk = in(reg) blocks as *const super::Blocks,
+            rg = const super::list::OFF_BASE,
+            size = const super::list::OFF_SIZE,
+            len = const super::list::OFF_LEN,
+            el = out(reg) enc, h = out(reg) _, nx = out(reg) _,
         )
     };
     (st, cpu, enc as u32)
