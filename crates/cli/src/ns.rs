@@ -121,19 +121,14 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     let ns = Namespace::create(&name, opts)?;
     // The creation mode passes through the umask; the file's permissions
     // are the namespace's security boundary, so set them as asked.
-    std::fs::set_permissions(
-        ns.arena().path(),
-        std::fs::Permissions::from_mode(opts.mode),
-    )
-    .with_context(|| format!("{}", ns.arena().path().display()))?;
-    crate::print_out(&format!("{}\n", ns.arena().path().display()))
+    std::fs::set_permissions(ns.path(), std::fs::Permissions::from_mode(opts.mode))
+        .with_context(|| format!("{}", ns.path().display()))?;
+    crate::print_out(&format!("{}\n", ns.path().display()))
 }
 
 /// The text of `ns info`.
 fn info(ns: &Namespace) -> anyhow::Result<String> {
-    let a = ns.arena();
-    let meta = std::fs::metadata(a.path()).with_context(|| format!("{}", a.path().display()))?;
-    let l = a.layout();
+    let meta = std::fs::metadata(ns.path()).with_context(|| format!("{}", ns.path().display()))?;
     let cred = (*ns.cred()?).clone();
     let sys = NsCaller { ns, cred };
     let (_, sem) = sysv::sem_info(&sys, abi::SEM_INFO)?;
@@ -148,17 +143,18 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
          sem:     {} sets, {} semaphores\n\
          msg:     {} queues, {} messages, {} bytes queued\n\
          shm:     {} segments, {} pages\n\
-         heap:    {} bytes in use\n",
+         heap:    {} bytes in use\n\
+         locks:   {}\n",
         ns.name(),
-        a.path().display(),
+        ns.path().display(),
         meta.len(),
         meta.blocks() * 512,
         meta.mode() & 0o7777,
         meta.uid(),
         meta.gid(),
-        if l.extend { "yes" } else { "no" },
-        l.ipc_mni,
-        l.shift,
+        if ns.extend() { "yes" } else { "no" },
+        ns.ipc_mni(),
+        ns.index_bits(),
         sem.semusz,
         sem.semaem,
         msg.msgpool,
@@ -167,5 +163,30 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
         shm.used_ids,
         shm.shm_tot,
         ns.heap_in_use(),
+        lock_report(ns),
     ))
+}
+
+/// The held namespace locks: `none held`, or each with its holder's thread
+/// id and state (a stopped holder stalls everyone: this names it).
+fn lock_report(ns: &Namespace) -> String {
+    let held = ns.lock_holders();
+    if held.is_empty() {
+        return "none held".to_string();
+    }
+    held.iter()
+        .map(|(name, h)| {
+            let who = match (h.tid, h.state, h.verdict) {
+                (0, _, _) => "free, awaiting repair".to_string(),
+                (tid, _, ipcns::Liveness::Gone) => format!("held by dead thread {tid}"),
+                (tid, Some(s), _) => format!("held by thread {tid} (state {s})"),
+                (tid, None, _) => format!("held by thread {tid}"),
+            };
+            format!(
+                "{name} {who}{}",
+                if h.dirty { ", repair pending" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -1,8 +1,8 @@
 //! `ipcns proc sem|msg|shm`: the namespace's /proc/sysvipc text.
 
 use anyhow::bail;
+use ipcns::Mech;
 use ipcns::Namespace;
-use ipcns::arena::layout::Mech;
 use std::process::ExitCode;
 
 pub fn run(ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {

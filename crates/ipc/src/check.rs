@@ -8,7 +8,7 @@ use crate::errno::Errno;
 use crate::keys;
 use crate::msg::MsgKind;
 use crate::namespace::Namespace;
-use crate::object::{FREE, LIVE, Slot};
+use crate::object::{LIVE, Slot};
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg};
 use crate::sem::SemKind;
 use crate::shm::ShmKind;
@@ -43,15 +43,14 @@ fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
     let e = |what: String| format!("{name}: {what}");
     let reg = Reg::lock::<K>(a).map_err(|x: Errno| e(format!("lock: {x}")))?;
     let (mut n, mut max, mut u1, mut u2, mut keyed) = (0u32, -1i32, 0u64, 0u64, 0u32);
-    for idx in 0..a.layout().ipc_mni.min(1 << 20) {
-        let used = reg.bm.test(idx);
+    // The used indices only: other slots' pages may never have been
+    // touched (16,777,216 of them in extend mode).
+    for idx in reg.bm.iter() {
         let s = registry::slot::<K>(a, idx).map_err(|x| e(format!("slot {idx}: {x}")))?;
         let h = s.head();
         let state = h.state.load(Relaxed);
-        match (used, state) {
-            (true, LIVE) => {}
-            (false, FREE) => continue,
-            _ => return Err(e(format!("index {idx}: bitmap {used}, state {state}"))),
+        if state != LIVE {
+            return Err(e(format!("index {idx}: used, but its slot is in state {state}")));
         }
         // Locking the object runs its repair, as any caller's lock would.
         drop(registry::lock_object::<K>(a, s).map_err(|x| e(format!("object {idx}: {x}")))?);

@@ -7,10 +7,10 @@ use crate::arena::Arena;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::lock::Guard;
-use crate::object::{Head, LIVE, Slot};
+use crate::object::{Head, Slot};
 use crate::perm::{self, S_IRUGO, S_IRWXUGO};
 use crate::registry::{self, Kind, Reg, lock_object, obtain, still_valid};
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 
 /// `kernel_to_ipc64_perm`, ids shown as the caller's namespace sees them.
 pub fn perm_out(cred: &Cred, h: &Head) -> abi::ipc64_perm {
@@ -36,24 +36,22 @@ pub fn stat_lookup<'a, K: Kind>(
     stat_cmd: bool,
     any: bool,
 ) -> SysResult<(i32, &'a K::Slot, Guard<'a>)> {
-    let (id, s) = if stat_cmd {
+    let l = a.layout();
+    let f = if stat_cmd {
         // ipc_obtain_object_idr: the index alone.
-        let l = a.layout();
-        let idx = l.idx_of(id);
-        let s = registry::slot::<K>(a, idx)?;
-        let h = s.head();
-        if h.state.load(Acquire) != LIVE {
-            return Err(Errno::EINVAL);
-        }
-        (l.make_id(h.seq.load(Relaxed), idx), s)
+        registry::obtain_idx::<K>(a, l.idx_of(id))?
     } else {
-        (id, obtain::<K>(a, id)?.1)
+        obtain::<K>(a, id)?
     };
+    let s = f.slot;
     if !any {
         perm::ipcperms(cred, s.head(), S_IRUGO)?;
     }
     let g = lock_object::<K>(a, s)?;
-    still_valid(a, s.head(), id)?;
+    still_valid(&f)?;
+    // The id as of the lock (the slot's sequence number cannot change while
+    // the generation holds).
+    let id = l.make_id(s.head().seq.load(Relaxed), f.idx);
     Ok((id, s, g))
 }
 
@@ -67,10 +65,12 @@ pub fn down<K: Kind, T>(
     f: impl FnOnce(&Reg<'_>, u32, &K::Slot) -> SysResult<T>,
 ) -> SysResult<T> {
     let reg = Reg::lock::<K>(a)?;
-    let (idx, s) = obtain::<K>(a, id)?;
-    perm::owner_or_admin(cred, s.head())?;
-    let _g = lock_object::<K>(a, s)?;
-    f(&reg, idx, s)
+    let found = obtain::<K>(a, id)?;
+    perm::owner_or_admin(cred, found.slot.head())?;
+    let _g = lock_object::<K>(a, found.slot)?;
+    // Under the registry lock nothing can remove it; the check costs nothing.
+    still_valid(&found)?;
+    f(&reg, found.idx, found.slot)
 }
 
 /// `ipc_update_perm`: uid and gid must map into the arena's namespace
@@ -109,7 +109,11 @@ pub fn init_head(cred: &Cred, h: &Head, flg: i32, now: i64) {
 /// `ipc_get_maxidx` as the INFO commands return it: the highest index in
 /// use, 0 when none.
 pub fn info_maxidx(reg: &Reg<'_>) -> i32 {
-    reg.r.max_idx.load(Relaxed).max(0)
+    // Bounded by the table, whatever the arena says: callers loop to it.
+    reg.r
+        .max_idx
+        .load(Relaxed)
+        .clamp(0, reg.bm.capacity() as i32 - 1)
 }
 
 /// What `ipcget_public` does for an existing key after EEXIST: the
@@ -125,6 +129,7 @@ pub fn existing<K: Kind>(
     flg: i32,
     more_checks: impl FnOnce(&K::Slot) -> SysResult<()>,
 ) -> SysResult<i32> {
+    // find_key checked the index is in use with a live object.
     let s = registry::slot::<K>(a, idx)?;
     more_checks(s)?;
     perm::ipcperms(cred, s.head(), flg)?;

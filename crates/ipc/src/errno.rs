@@ -1,4 +1,6 @@
-//! The kernel's error numbers, as the core returns them.
+//! The kernel's error numbers, as the core returns them. One is ipcns's
+//! own: EUCLEAN ("structure needs cleaning") when a structure read from the
+//! arena is corrupt (an offset outside its region, a size that cannot be).
 
 use core::fmt;
 
@@ -26,7 +28,7 @@ macro_rules! errnos {
 
 errnos!(
     EPERM, ENOENT, ESRCH, EINTR, E2BIG, EAGAIN, ENOMEM, EACCES, EFAULT, EEXIST, EINVAL, EFBIG,
-    ENOSPC, ERANGE, ENOMSG, EIDRM, EOVERFLOW, ENOSYS,
+    ENOSPC, ERANGE, ENOMSG, EIDRM, EOVERFLOW, ENOSYS, EDEADLK, EUCLEAN,
 );
 
 impl Errno {
@@ -53,6 +55,13 @@ impl fmt::Debug for Errno {
 
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Errno::EUCLEAN {
+            // What ipcns means by it.
+            return write!(
+                f,
+                "EUCLEAN: the namespace is corrupt (run `ipcns ns check`)"
+            );
+        }
         write!(
             f,
             "{}: {}",

@@ -11,15 +11,20 @@
 
 use crate::arena::Arena;
 use crate::arena::header::Registry;
-use crate::arena::layout::{Layout, Mech, Table};
+use crate::arena::layout::{Layout, Mech, SLOT_SIZE, Table, slot_pages};
 use crate::errno::Errno;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
-/// The used-index bitmap of one mechanism.
+const PAGE: u64 = 4096;
+
+/// The used-index bitmap of one mechanism, with its summary and the bits
+/// saying which pages of slots are reserved in the file. Every index is
+/// bounds-checked: an index out of range reads as unused and is never set.
 pub struct Bitmap<'a> {
     words: &'a [AtomicU64],
     summary: &'a [AtomicU64],
+    reserved: &'a [AtomicU64],
     n: u32,
 }
 
@@ -28,32 +33,44 @@ impl<'a> Bitmap<'a> {
         let l: &Layout = a.layout();
         let t: &Table = l.table(m);
         let nw = (l.ipc_mni / 64) as usize;
+        let pages = slot_pages(u64::from(l.ipc_mni));
         Ok(Bitmap {
             words: a.view_slice(t.bitmap, nw)?,
             summary: a.view_slice(t.summary, nw.div_ceil(64))?,
+            reserved: a.view_slice(t.reserved, pages.div_ceil(64) as usize)?,
             n: l.ipc_mni,
         })
     }
 
+    /// Capacity in indices (`ipc_mni`).
+    pub fn capacity(&self) -> u32 {
+        self.n
+    }
+
     pub fn test(&self, idx: u32) -> bool {
-        self.words[(idx / 64) as usize].load(Relaxed) & (1 << (idx % 64)) != 0
+        self.words
+            .get((idx / 64) as usize)
+            .is_some_and(|w| w.load(Relaxed) & (1 << (idx % 64)) != 0)
     }
 
     pub fn set(&self, idx: u32) {
         let w = (idx / 64) as usize;
-        let v = self.words[w].load(Relaxed) | 1 << (idx % 64);
-        self.words[w].store(v, Relaxed);
+        let (Some(word), Some(s)) = (self.words.get(w), self.summary.get(w / 64)) else {
+            return;
+        };
+        let v = word.load(Relaxed) | 1 << (idx % 64);
+        word.store(v, Relaxed);
         if v == u64::MAX {
-            let s = &self.summary[w / 64];
             s.store(s.load(Relaxed) | 1 << (w % 64), Relaxed);
         }
     }
 
     pub fn clear(&self, idx: u32) {
         let w = (idx / 64) as usize;
-        let v = self.words[w].load(Relaxed) & !(1 << (idx % 64));
-        self.words[w].store(v, Relaxed);
-        let s = &self.summary[w / 64];
+        let (Some(word), Some(s)) = (self.words.get(w), self.summary.get(w / 64)) else {
+            return;
+        };
+        word.store(word.load(Relaxed) & !(1 << (idx % 64)), Relaxed);
         s.store(s.load(Relaxed) & !(1 << (w % 64)), Relaxed);
     }
 
@@ -65,14 +82,14 @@ impl<'a> Bitmap<'a> {
         }
         let mut w = (start / 64) as usize;
         // The first, partial word.
-        let free = !self.words[w].load(Relaxed) & (u64::MAX << (start % 64));
+        let free = !self.words.get(w)?.load(Relaxed) & (u64::MAX << (start % 64));
         let mut found = (free != 0).then(|| w as u32 * 64 + free.trailing_zeros());
         w += 1;
         // Then whole words, skipping full ones with the summary.
         let last_w = ((end - 1) / 64) as usize;
         while found.is_none() && w <= last_w {
             let sw = w / 64;
-            let not_full = !self.summary[sw].load(Relaxed) & (u64::MAX << (w % 64));
+            let not_full = !self.summary.get(sw)?.load(Relaxed) & (u64::MAX << (w % 64));
             if not_full == 0 {
                 w = (sw + 1) * 64;
                 continue;
@@ -81,7 +98,7 @@ impl<'a> Bitmap<'a> {
             if w > last_w {
                 break;
             }
-            let free = !self.words[w].load(Relaxed);
+            let free = !self.words.get(w)?.load(Relaxed);
             if free != 0 {
                 found = Some(w as u32 * 64 + free.trailing_zeros());
             }
@@ -92,14 +109,11 @@ impl<'a> Bitmap<'a> {
 
     /// The highest set index `<= upto`, if any (`ipc_search_maxidx`).
     pub fn find_last_set(&self, upto: u32) -> Option<u32> {
-        let mut w = (upto.min(self.n - 1) / 64) as i64;
-        let mut mask = if upto >= self.n - 1 {
-            u64::MAX
-        } else {
-            u64::MAX >> (63 - upto % 64)
-        };
+        let upto = upto.min(self.n - 1);
+        let mut w = (upto / 64) as i64;
+        let mut mask = u64::MAX >> (63 - upto % 64);
         while w >= 0 {
-            let v = self.words[w as usize].load(Relaxed) & mask;
+            let v = self.words.get(w as usize)?.load(Relaxed) & mask;
             if v != 0 {
                 return Some(w as u32 * 64 + 63 - v.leading_zeros());
             }
@@ -109,7 +123,7 @@ impl<'a> Bitmap<'a> {
         None
     }
 
-    /// Set indices in ascending order.
+    /// Set indices in ascending order (at most `ipc_mni` of them).
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.words.iter().enumerate().flat_map(|(w, word)| {
             let mut v = word.load(Relaxed);
@@ -130,12 +144,36 @@ impl<'a> Bitmap<'a> {
             let mut bits = 0u64;
             for b in 0..64 {
                 let w = sw * 64 + b;
-                if w < self.words.len() && self.words[w].load(Relaxed) == u64::MAX {
+                if self.words.get(w).is_some_and(|x| x.load(Relaxed) == u64::MAX) {
                     bits |= 1 << b;
                 }
             }
             s.store(bits, Relaxed);
         }
+    }
+
+    /// Reserves the file pages holding slot `idx` of mechanism `m` before
+    /// it is first written (ENOMEM on a full file system).
+    pub fn reserve_slot(&self, a: &Arena, m: Mech, idx: u32) -> Result<(), Errno> {
+        let t = a.layout().table(m);
+        let rel = u64::from(idx) * SLOT_SIZE;
+        for page in rel / PAGE..=(rel + SLOT_SIZE - 1) / PAGE {
+            let Some(word) = self.reserved.get((page / 64) as usize) else {
+                return Err(Errno::EUCLEAN);
+            };
+            let bit = 1u64 << (page % 64);
+            if word.load(Relaxed) & bit == 0 {
+                a.reserve(t.slots + page * PAGE, PAGE)?;
+                word.fetch_or(bit, Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether slot `idx` may be read: its index is in use (so its page
+    /// was reserved when the object was created).
+    pub fn readable(&self, idx: u32) -> bool {
+        self.test(idx)
     }
 }
 

@@ -34,12 +34,30 @@ impl SysV for Host {
     }
 
     fn semctl(&self, id: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32> {
+        if let SemArg::Array(vals) = arg {
+            // The kernel copies nsems values: stage them in a buffer of
+            // that size (temporary; see the oracle crate).
+            let mut ds = crate::abi::semid64_ds::default();
+            self.semctl(id, 0, crate::abi::IPC_STAT, SemArg::Ds(&mut ds))?;
+            let mut buf = vec![0u16; ds.sem_nsems as usize];
+            if cmd == crate::abi::SETALL {
+                vals.copy_in(&mut buf)?;
+            }
+            // SAFETY: a buffer of nsems values, borrowed for the call.
+            let r = ret(unsafe {
+                libc::syscall(libc::SYS_semctl, id, semnum, cmd, buf.as_mut_ptr())
+            })?;
+            if cmd == crate::abi::GETALL {
+                vals.copy_out(&buf)?;
+            }
+            return Ok(r);
+        }
         let word: usize = match arg {
             SemArg::None => 0,
             SemArg::Val(v) => v as u32 as usize,
             SemArg::Ds(d) => d as *mut _ as usize,
             SemArg::Info(i) => i as *mut _ as usize,
-            SemArg::Array(a) => a.as_mut_ptr() as usize,
+            SemArg::Array(_) => 0,
         };
         // SAFETY: `word` is an integer or a pointer to a buffer borrowed
         // for this call (module doc).

@@ -6,43 +6,57 @@
 //! checks, errnos and structures.
 //!
 //! Lock order: registry -> object -> heap; several objects in ascending idx.
+//!
+//! Under `--cfg loom` only the lock and its model check are built.
 
-pub mod abi;
-pub mod arena;
-mod check;
-pub mod creds;
-mod ctl;
-pub use check::Census;
 mod errno;
-mod heap;
-mod ids;
-pub mod kernel;
-mod keys;
-pub mod limits;
 mod lock;
-pub mod msg;
-pub mod namespace;
-mod object;
-mod perm;
-mod procfs;
-mod registry;
-pub mod sem;
-pub mod shm;
-mod sysctl;
-pub mod sysv;
-pub use sysctl::NAMES as SYSCTLS;
-mod time;
+mod sync;
 
-pub use arena::{ArenaError, CreateOptions};
-pub use creds::Cred;
-pub use errno::{Errno, SysResult};
-
-/// How many locks this process took over from holders that died holding
-/// them (each followed by a repair).
-pub fn recoveries() -> u64 {
-    lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
+/// Items of the namespace proper, left out under `--cfg loom`.
+macro_rules! not_loom {
+    ($($i:item)*) => { $( #[cfg(not(loom))] $i )* };
 }
-pub use namespace::Namespace;
 
-/// Arena bytes of one object slot (every object has exactly one).
-pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;
+not_loom! {
+    pub mod abi;
+    mod arena;
+    mod check;
+    pub mod creds;
+    mod ctl;
+    mod heap;
+    mod ids;
+    mod info;
+    pub mod kernel;
+    mod keys;
+    pub mod limits;
+    pub mod msg;
+    pub mod namespace;
+    mod object;
+    mod perm;
+    mod procfs;
+    mod registry;
+    pub mod sem;
+    pub mod shm;
+    mod sysctl;
+    pub mod sysv;
+    mod time;
+
+    pub use arena::layout::Mech;
+    pub use arena::{ArenaError, CreateOptions};
+    pub use check::Census;
+    pub use creds::Cred;
+    pub use errno::{Errno, SysResult};
+    pub use lock::{Holder, Liveness};
+    pub use namespace::Namespace;
+    pub use sysctl::NAMES as SYSCTLS;
+
+    /// How many locks this process took over from holders that died holding
+    /// them (each followed by a repair).
+    pub fn recoveries() -> u64 {
+        lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Arena bytes of one object slot (every object has exactly one).
+    pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;
+}

@@ -43,18 +43,22 @@ impl Kind for MsgKind {
     }
 
     fn release(a: &Arena, s: &MsgSlot) {
-        // Free the messages one by one, unlinking each first.
-        loop {
+        // Free the messages one by one, unlinking each first. Bounded: a
+        // list cannot hold more messages than the heap has headers; a link
+        // outside the heap ends the walk (the rest is leaked).
+        let limit = a.layout().size / MSG_HEADER;
+        for _ in 0..limit {
             let m = s.first.load(Relaxed);
-            if m == 0 {
+            if m == 0 || !a.in_heap(m, MSG_HEADER) {
                 break;
             }
             let Ok(w) = a.view_slice::<AtomicU64>(m, 3) else {
                 break;
             };
             s.first.store(w[0].load(Relaxed), Relaxed);
-            let _ = heap::free(a, m, MSG_HEADER + w[2].load(Relaxed));
+            let _ = heap::free(a, m, MSG_HEADER.saturating_add(w[2].load(Relaxed)));
         }
+        s.first.store(0, Relaxed);
         s.last.store(0, Relaxed);
         s.cbytes.store(0, Relaxed);
         s.qnum.store(0, Relaxed);

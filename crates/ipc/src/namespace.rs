@@ -149,7 +149,7 @@ impl Namespace {
         &self.name
     }
 
-    pub fn arena(&self) -> &Arena {
+    pub(crate) fn arena(&self) -> &Arena {
         &self.arena
     }
 

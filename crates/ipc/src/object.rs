@@ -9,7 +9,7 @@
 //! (creation fills them under the registry lock before publishing `state`).
 
 use crate::arena::map::Shared;
-use crate::lock::RobustMutex;
+use crate::lock::Lock;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64};
 
 /// `state`: unused.
@@ -24,11 +24,17 @@ pub const DELETING: u32 = 3;
 /// `struct kern_ipc_perm`, as ipcns keeps it.
 ///
 /// # Layout
-/// 96 bytes: `lock` @0, `state` @48, `seq` @52, `key` @56, `uid` @60,
-/// `gid` @64, `cuid` @68, `cgid` @72, `mode` @76, `ctime` @80, `spare` @88.
+/// 96 bytes: `lock` @0, `generation` @24, `state` @32, `seq` @36, `key` @40,
+/// `uid` @44, `gid` @48, `cuid` @52, `cgid` @56, `mode` @60, `ctime` @64,
+/// `spare` @72.
 #[repr(C, align(8))]
 pub struct Head {
-    pub lock: RobustMutex,
+    pub lock: Lock,
+    /// Changes at every creation and removal in this slot and never
+    /// repeats: a lookup that saw generation G and finds another after
+    /// locking knows the object it looked up is gone, even if the new one
+    /// has the same id (a reused index with a wrapped or chosen sequence).
+    pub generation: AtomicU64,
     pub state: AtomicU32,
     pub seq: AtomicU32,
     pub key: AtomicI32,
@@ -41,7 +47,7 @@ pub struct Head {
     pub mode: AtomicU32,
     /// Last change time (seconds), for every mechanism.
     pub ctime: AtomicI64,
-    pub spare: AtomicU64,
+    pub spare: [AtomicU64; 3],
 }
 
 /// Semaphores kept inside the slot (sets of up to this many need no heap).
@@ -128,9 +134,11 @@ pub struct ShmSlot {
 const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(size_of::<Head>() == 96);
-    assert!(offset_of!(Head, state) == 48);
-    assert!(offset_of!(Head, key) == 56);
-    assert!(offset_of!(Head, ctime) == 80);
+    assert!(offset_of!(Head, generation) == 24);
+    assert!(offset_of!(Head, state) == 32);
+    assert!(offset_of!(Head, key) == 40);
+    assert!(offset_of!(Head, mode) == 60);
+    assert!(offset_of!(Head, ctime) == 64);
     assert!(size_of::<SemSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(SemSlot, nsems) == 96);
     assert!(offset_of!(SemSlot, inline) == 144);
@@ -140,8 +148,8 @@ const _: () = {
     assert!(offset_of!(ShmSlot, nattch) == 128);
 };
 
-// repr(C), atomics and RobustMutex only, no Drop; any bits are valid.
-crate::shared_types!(Head, Sem, SemSlot, MsgSlot, ShmSlot);
+// repr(C), atomics and Locks only, no Drop; any bits are valid.
+crate::arena::map::shared_types!(Head, Sem, SemSlot, MsgSlot, ShmSlot);
 
 /// A slot type with its `Head` first.
 pub trait Slot: Shared {

@@ -5,15 +5,21 @@
 //! Lock order: registry -> object -> heap; several objects in ascending
 //! idx. Creation and removal hold the registry lock (and, for removal, the
 //! object lock) and write a journal entry first; lookups by id take no
-//! registry lock: they read the slot's state, lock the object, and check
-//! again that it is the same live object (`ipc_obtain_object_check` then
-//! `ipc_valid_object`, as Linux does under RCU). Slots are type-stable, so
-//! the lock is always a lock.
+//! registry lock: they check the index's used bit (so a slot page is read
+//! only once it was reserved), read the slot's state and generation, lock
+//! the object, and check again that it is the same live object, same
+//! generation (`ipc_obtain_object_check` then `ipc_valid_object`, as Linux
+//! does under RCU). Slots are type-stable, so the lock is always a lock;
+//! the generation, unlike the sequence number, never repeats, so a slot
+//! reused under the same id is never taken for the object looked up.
 //!
 //! After a holder's death the next locker repairs: it finishes a removal or
 //! undoes a creation named by the journal, then rebuilds everything derived
 //! (key table, counts, max index, summary bits, the mechanism's counters)
-//! from the slots, so the registry is exactly consistent again.
+//! from the slots, so the registry is exactly consistent again. The lock
+//! stays marked for repair until the repair has succeeded, so a repair that
+//! fails (ENOMEM) or dies is retried by the next locker. The key table is
+//! rebuilt in place when it is sound and large enough: no memory needed.
 
 use crate::arena::Arena;
 use crate::arena::header::Registry;
@@ -48,16 +54,38 @@ pub trait Kind {
 
 /// Locks an object, repairing it first if the previous holder died.
 pub fn lock_object<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
-    let g = s.head().lock.lock()?;
+    let mut g = s.head().lock.lock()?;
     if g.recovered() {
         K::repair_object(a, s)?;
+        g.repaired();
     }
     Ok(g)
 }
 
-/// The slot of index `idx`.
+/// The slot of index `idx`. Only for an index whose used bit is (or was
+/// just) set: other slots' pages may not be reserved.
 pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
+    if idx >= a.layout().ipc_mni {
+        return Err(Errno::EINVAL);
+    }
     a.view(a.layout().slot_off(K::MECH, idx))
+}
+
+/// The slot of index `idx` if the index is in use (EINVAL otherwise),
+/// without the registry lock.
+pub fn used_slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
+    if !Bitmap::of(a, K::MECH)?.readable(idx) {
+        return Err(Errno::EINVAL);
+    }
+    slot::<K>(a, idx)
+}
+
+/// An object found by id or index: where it is, and which generation of
+/// the slot it was.
+pub struct Found<'a, S> {
+    pub idx: u32,
+    pub slot: &'a S,
+    pub generation: u64,
 }
 
 /// A held registry lock.
@@ -65,6 +93,9 @@ pub struct Reg<'a> {
     pub a: &'a Arena,
     pub r: &'a Registry,
     pub bm: Bitmap<'a>,
+    mech: Mech,
+    /// `rebuild::<K>` for this registry's mechanism.
+    rebuild: fn(&Reg<'_>) -> Result<(), Errno>,
     _g: Guard<'a>,
 }
 
@@ -73,21 +104,54 @@ impl<'a> Reg<'a> {
     pub fn lock<K: Kind>(a: &'a Arena) -> Result<Reg<'a>, Errno> {
         let r = &a.header().registries[K::MECH as usize];
         let g = r.lock.lock()?;
-        let reg = Reg {
+        let mut reg = Reg {
             a,
             r,
             bm: Bitmap::of(a, K::MECH)?,
+            mech: K::MECH,
+            rebuild: rebuild_of::<K>,
             _g: g,
         };
         if reg._g.recovered() {
             reg.repair::<K>()?;
+            reg._g.repaired();
         }
         Ok(reg)
     }
 
-    /// The index of the live object with `key` (`ipc_findkey`).
+    /// The next slot generation (registry lock held).
+    fn next_generation(&self) -> u64 {
+        let g = self.r.generation.load(Relaxed).wrapping_add(1);
+        self.r.generation.store(g, Relaxed);
+        g
+    }
+
+    /// The index of the live object with `key` (`ipc_findkey`). A key
+    /// table found corrupt (or naming an object that is not there with
+    /// that key) is rebuilt from the objects, then asked again.
     pub fn find_key(&self, key: i32) -> Result<Option<u32>, Errno> {
-        keys::get(self.a, self.r, key)
+        match self.find_key_checked(key) {
+            Err(Errno::EUCLEAN) => {
+                (self.rebuild)(self)?;
+                self.find_key_checked(key)
+            }
+            r => r,
+        }
+    }
+
+    fn find_key_checked(&self, key: i32) -> Result<Option<u32>, Errno> {
+        let Some(idx) = keys::get(self.a, self.r, key)? else {
+            return Ok(None);
+        };
+        // The entry must name a live object with this key.
+        if !self.bm.test(idx) {
+            return Err(Errno::EUCLEAN);
+        }
+        let h = self.a.view::<Head>(self.a.layout().slot_off(self.mech, idx))?;
+        if h.state.load(Acquire) != LIVE || h.key.load(Relaxed) != key {
+            return Err(Errno::EUCLEAN);
+        }
+        Ok(Some(idx))
     }
 
     /// `ipc_addid`: an index and sequence number for a new object, its slot
@@ -107,12 +171,17 @@ impl<'a> Reg<'a> {
             return Err(Errno::ENOSPC);
         }
         let (idx, seq) = ids::alloc(self.r, &self.bm, l)?;
+        // The slot's page must exist before it is touched (a full tmpfs
+        // gives ENOMEM here, never SIGBUS later); as ipc_addid does when a
+        // later step fails, the index goes back but the sequence stays.
+        if let Err(e) = self.bm.reserve_slot(self.a, K::MECH, idx) {
+            self.bm.clear(idx);
+            return Err(e);
+        }
         let s = slot::<K>(self.a, idx)?;
         let h = s.head();
         self.journal(JOURNAL_CREATE, idx, key);
-        if !h.lock.is_initialized() {
-            h.lock.init()?;
-        }
+        h.generation.store(self.next_generation(), Relaxed);
         h.state.store(CREATING, Relaxed);
         h.seq.store(seq, Relaxed);
         h.key.store(key, Relaxed);
@@ -150,6 +219,7 @@ impl<'a> Reg<'a> {
         let s = slot::<K>(self.a, idx)?;
         let h = s.head();
         self.journal(JOURNAL_REMOVE, idx, h.key.load(Relaxed));
+        h.generation.store(self.next_generation(), Relaxed);
         h.state.store(DELETING, Release);
         self.finish_remove::<K>(idx, s)?;
         self.journal(JOURNAL_NONE, 0, 0);
@@ -160,10 +230,13 @@ impl<'a> Reg<'a> {
         let h = s.head();
         let key = h.key.load(Relaxed);
         if self.bm.test(idx) {
-            self.bm.clear(idx);
-            if key != IPC_PRIVATE && self.find_key(key)? == Some(idx) {
-                keys::remove(self.a, self.r, key)?;
+            // The key first, while the index still reads as used. A corrupt
+            // table is left as it is: the next lookup finds it stale and
+            // rebuilds it from the objects.
+            if key != IPC_PRIVATE && keys::get(self.a, self.r, key) == Ok(Some(idx)) {
+                let _ = keys::remove(self.a, self.r, key);
             }
+            self.bm.clear(idx);
             let (u1, u2) = K::usage(self.a, s);
             self.r
                 .used
@@ -213,7 +286,14 @@ impl<'a> Reg<'a> {
     fn repair<K: Kind>(&self) -> Result<(), Errno> {
         let j = &self.r.journal;
         let idx = j.idx.load(Relaxed);
-        match j.op.load(Acquire) {
+        // An index that is not in use names no slot we may touch (its page
+        // may not be reserved): the entry is junk, or nothing was done yet.
+        let op = if self.bm.test(idx) {
+            j.op.load(Acquire)
+        } else {
+            JOURNAL_NONE
+        };
+        match op {
             JOURNAL_CREATE => {
                 let s = slot::<K>(self.a, idx)?;
                 if s.head().state.load(Acquire) != LIVE {
@@ -225,6 +305,9 @@ impl<'a> Reg<'a> {
             }
             JOURNAL_REMOVE => {
                 let s = slot::<K>(self.a, idx)?;
+                s.head()
+                    .generation
+                    .store(self.next_generation(), Relaxed);
                 s.head().state.store(DELETING, Relaxed);
                 K::release(self.a, s);
                 s.head().state.store(FREE, Relaxed);
@@ -239,6 +322,12 @@ impl<'a> Reg<'a> {
     /// Recomputes every derived field from the bitmap and the slots.
     fn rebuild<K: Kind>(&self) -> Result<(), Errno> {
         self.bm.resummarise();
+        if self.r.last_idx.load(Relaxed) >= self.a.layout().ipc_mni as i32 {
+            self.r.last_idx.store(-1, Relaxed);
+        }
+        if self.r.cursor.load(Relaxed) > self.a.layout().ipc_mni {
+            self.r.cursor.store(0, Relaxed);
+        }
         let (mut n, mut max, mut u1, mut u2) = (0u32, -1i32, 0u64, 0u64);
         let mut entries = Vec::new();
         for idx in self.bm.iter() {
@@ -264,35 +353,59 @@ impl<'a> Reg<'a> {
         self.r.max_idx.store(max, Relaxed);
         self.r.used.store(u1, Relaxed);
         self.r.used2.store(u2, Relaxed);
-        // A new table; the old one may be torn, so it is not freed (leaked).
-        self.r.keys_off.store(0, Relaxed);
-        self.r.keys_cap.store(0, Relaxed);
         keys::rebuild(self.a, self.r, entries.into_iter())
     }
+}
+
+fn rebuild_of<K: Kind>(reg: &Reg<'_>) -> Result<(), Errno> {
+    reg.rebuild::<K>()
 }
 
 /// `ipc_obtain_object_check`: the live object with `id`, without the
 /// registry lock. EINVAL when the index is unused or holds another object
 /// (its sequence number differs).
-pub fn obtain<K: Kind>(a: &Arena, id: i32) -> Result<(u32, &K::Slot), Errno> {
+pub fn obtain<K: Kind>(a: &Arena, id: i32) -> Result<Found<'_, K::Slot>, Errno> {
     let l = a.layout();
     if id < 0 {
         return Err(Errno::EINVAL);
     }
     let idx = l.idx_of(id);
-    let s = slot::<K>(a, idx)?;
+    let s = used_slot::<K>(a, idx)?;
     let h = s.head();
-    // Acquire: pairs with the Release publishing LIVE in `create`.
+    // Acquire: pairs with the Release publishing LIVE in `create`; the
+    // generation was written before it.
     if h.state.load(Acquire) != LIVE || h.seq.load(Relaxed) != l.seq_of(id) {
         return Err(Errno::EINVAL);
     }
-    Ok((idx, s))
+    Ok(Found {
+        idx,
+        slot: s,
+        generation: h.generation.load(Relaxed),
+    })
 }
 
-/// `ipc_valid_object` after locking: the object is still the one with `id`;
-/// EIDRM when it was removed meanwhile.
-pub fn still_valid(a: &Arena, h: &Head, id: i32) -> Result<(), Errno> {
-    if h.state.load(Acquire) != LIVE || h.seq.load(Relaxed) != a.layout().seq_of(id) {
+/// `ipc_obtain_object_idr` for the `*_STAT` commands: the live object at
+/// index `idx`, whatever its sequence number.
+pub fn obtain_idx<K: Kind>(a: &Arena, idx: u32) -> Result<Found<'_, K::Slot>, Errno> {
+    let s = used_slot::<K>(a, idx)?;
+    let h = s.head();
+    // Acquire: as in `obtain`.
+    if h.state.load(Acquire) != LIVE {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Found {
+        idx,
+        slot: s,
+        generation: h.generation.load(Relaxed),
+    })
+}
+
+/// `ipc_valid_object` after locking: the object is still the one found
+/// (same generation of its slot); EIDRM when it was removed meanwhile,
+/// even if another object now has its id.
+pub fn still_valid<S: Slot>(f: &Found<'_, S>) -> Result<(), Errno> {
+    let h = f.slot.head();
+    if h.state.load(Acquire) != LIVE || h.generation.load(Relaxed) != f.generation {
         return Err(Errno::EIDRM);
     }
     Ok(())

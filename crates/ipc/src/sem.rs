@@ -21,7 +21,7 @@ use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
 use crate::namespace::Namespace;
 use crate::object::{INLINE_SEMS, Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
-use crate::registry::{IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
+use crate::registry::{Found, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
@@ -52,7 +52,14 @@ impl Kind for SemKind {
         if s.journal_op.load(Relaxed) == JOURNAL_SETALL {
             // Roll forward: the new values are all in the journal.
             let n = s.journal_len.load(Relaxed) as usize;
-            let vals: &[AtomicU64] = a.view_slice(s.journal_off.load(Relaxed), n)?;
+            let off = s.journal_off.load(Relaxed);
+            if !a.in_heap(off, n as u64 * 8) {
+                // Not a journal this set could have written: drop it.
+                s.journal_op.store(0, Relaxed);
+                s.journal_off.store(0, Relaxed);
+                return Err(Errno::EUCLEAN);
+            }
+            let vals: &[AtomicU64] = a.view_slice(off, n)?;
             let sems = sems(a, s)?;
             for (sem, v) in sems.iter().zip(vals) {
                 let v = v.load(Relaxed);
@@ -69,6 +76,7 @@ fn clear_journal(a: &Arena, s: &SemSlot) {
     s.journal_op.store(0, Relaxed);
     let off = s.journal_off.swap(0, Relaxed);
     if off != 0 {
+        // heap::free refuses (EUCLEAN) an offset that is no block: leaked.
         let _ = heap::free(a, off, u64::from(s.journal_len.load(Relaxed)) * 8);
     }
 }
@@ -77,14 +85,60 @@ fn sems_bytes(nsems: u32) -> u64 {
     u64::from(nsems) * core::mem::size_of::<Sem>() as u64
 }
 
-/// The semaphores of a set: inline, or the heap array.
+/// The semaphores of a set: inline, or the heap array. EUCLEAN when the
+/// slot's size or array offset cannot be (a corrupt arena).
 fn sems<'a>(a: &'a Arena, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
     let n = s.nsems.load(Relaxed) as usize;
     let base = s.base.load(Relaxed);
     if base == 0 {
-        s.inline.get(..n).ok_or(Errno::EFAULT)
-    } else {
+        s.inline.get(..n).ok_or(Errno::EUCLEAN)
+    } else if a.in_heap(base, sems_bytes(n as u32)) {
         a.view_slice(base, n)
+    } else {
+        Err(Errno::EUCLEAN)
+    }
+}
+
+/// Where GETALL puts the values and SETALL takes them from: the caller's
+/// memory. The set's size is known only under its lock, so the core asks
+/// for exactly `nsems` values: a slice, or the C ABI's user pointer
+/// (probed, EFAULT where the kernel's copy would fault).
+pub trait SemValues {
+    /// SETALL: fills `into` (the set's size); EFAULT if the caller's memory
+    /// holds fewer values.
+    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno>;
+    /// GETALL: takes the set's values; EFAULT if they do not fit.
+    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno>;
+}
+
+impl SemValues for [u16] {
+    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
+        into.copy_from_slice(self.get(..into.len()).ok_or(Errno::EFAULT)?);
+        Ok(())
+    }
+    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
+        self.get_mut(..vals.len())
+            .ok_or(Errno::EFAULT)?
+            .copy_from_slice(vals);
+        Ok(())
+    }
+}
+
+impl<const N: usize> SemValues for [u16; N] {
+    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
+        self[..].copy_in(into)
+    }
+    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
+        self[..].copy_out(vals)
+    }
+}
+
+impl SemValues for Vec<u16> {
+    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
+        self[..].copy_in(into)
+    }
+    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
+        self[..].copy_out(vals)
     }
 }
 
@@ -95,7 +149,7 @@ pub enum SemArg<'a> {
     Val(i32),
     Ds(&'a mut semid64_ds),
     Info(&'a mut seminfo),
-    Array(&'a mut [u16]),
+    Array(&'a mut dyn SemValues),
 }
 
 impl Namespace {
@@ -279,8 +333,12 @@ fn sem_main(
     cmd: i32,
     arg: SemArg<'_>,
 ) -> SysResult<i32> {
-    let (_, s) = obtain::<SemKind>(a, semid)?;
-    let nsems = s.nsems.load(Relaxed) as i32;
+    let f = obtain::<SemKind>(a, semid)?;
+    let s = f.slot;
+    // The size as found (checked against the heap: it sizes a copy), for
+    // the order of Linux's checks; everything is read again under the
+    // lock, where the generation guarantees the set.
+    let nsems = sems(a, s)?.len() as i32;
     perm::ipcperms(
         cred,
         &s.head,
@@ -293,28 +351,28 @@ fn sem_main(
             };
             let vals: Vec<u16> = {
                 let _g = lock_object::<SemKind>(a, s)?;
-                still_valid(a, &s.head, semid)?;
+                still_valid(&f)?;
                 sems(a, s)?
                     .iter()
                     .map(|x| x.semval.load(Relaxed) as u16)
                     .collect()
             };
-            // copy_to_user of nsems values.
-            out.get_mut(..vals.len())
-                .ok_or(Errno::EFAULT)?
-                .copy_from_slice(&vals);
+            // copy_to_user of nsems values, after unlocking.
+            out.copy_out(&vals)?;
             return Ok(0);
         }
         abi::SETALL => {
-            let SemArg::Array(vals) = arg else {
+            let SemArg::Array(input) = arg else {
                 return Err(Errno::EFAULT);
             };
-            let vals = vals.get(..nsems as usize).ok_or(Errno::EFAULT)?;
+            // copy_from_user of nsems values, before locking.
+            let mut vals = vec![0u16; nsems.max(0) as usize];
+            input.copy_in(&mut vals)?;
             // "if (sem_io[i] > SEMVMX) err = -ERANGE", before locking.
             if vals.iter().any(|&v| i32::from(v) > SEMVMX) {
                 return Err(Errno::ERANGE);
             }
-            return sem_setall(a, cred, s, semid, vals);
+            return sem_setall(a, cred, &f, &vals);
         }
         _ => {}
     }
@@ -323,8 +381,8 @@ fn sem_main(
         return Err(Errno::EINVAL);
     }
     let _g = lock_object::<SemKind>(a, s)?;
-    still_valid(a, &s.head, semid)?;
-    let sem = &sems(a, s)?[semnum as usize];
+    still_valid(&f)?;
+    let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
     Ok(match cmd {
         abi::GETVAL => sem.semval.load(Relaxed),
         abi::GETPID => sem.sempid.load(Relaxed),
@@ -335,10 +393,14 @@ fn sem_main(
 }
 
 /// SETALL under the object lock, through the roll-forward journal.
-fn sem_setall(a: &Arena, cred: &Cred, s: &SemSlot, semid: i32, vals: &[u16]) -> SysResult<i32> {
-    let n = vals.len();
+fn sem_setall(a: &Arena, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> SysResult<i32> {
+    let s = f.slot;
     let _g = lock_object::<SemKind>(a, s)?;
-    still_valid(a, &s.head, semid)?;
+    still_valid(f)?;
+    let n = vals.len();
+    if sems(a, s)?.len() != n {
+        return Err(Errno::EUCLEAN);
+    }
     // Lock order object -> heap allows allocating the journal here.
     let journal = heap::alloc(a, n as u64 * 8)?;
     let words: &[AtomicU64] = a.view_slice(journal, n)?;
@@ -359,14 +421,15 @@ fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysR
     if !(0..=SEMVMX).contains(&val) {
         return Err(Errno::ERANGE);
     }
-    let (_, s) = obtain::<SemKind>(a, semid)?;
+    let f = obtain::<SemKind>(a, semid)?;
+    let s = f.slot;
     if semnum < 0 || semnum >= s.nsems.load(Relaxed) as i32 {
         return Err(Errno::EINVAL);
     }
     perm::ipcperms(cred, &s.head, S_IWUGO)?;
     let _g = lock_object::<SemKind>(a, s)?;
-    still_valid(a, &s.head, semid)?;
-    let sem = &sems(a, s)?[semnum as usize];
+    still_valid(&f)?;
+    let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
     sem.semval.store(val, Relaxed);
     sem.sempid.store(cred.pid, Relaxed);
     s.head.ctime.store(now(), Relaxed);

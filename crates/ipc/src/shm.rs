@@ -240,7 +240,8 @@ impl Namespace {
                 Ok(0)
             }),
             abi::SHM_LOCK | abi::SHM_UNLOCK => {
-                let (_, s) = obtain::<ShmKind>(a, shmid)?;
+                let f = obtain::<ShmKind>(a, shmid)?;
+                let s = f.slot;
                 let h = &s.head;
                 // shmctl_do_lock: no ipcperms; owner or CAP_IPC_LOCK, and a
                 // zero RLIMIT_MEMLOCK forbids locking.
@@ -253,7 +254,7 @@ impl Namespace {
                     }
                 }
                 let _g = lock_object::<ShmKind>(a, s)?;
-                still_valid(a, h, shmid)?;
+                still_valid(&f)?;
                 let mode = h.mode.load(Relaxed);
                 if cmd == abi::SHM_LOCK {
                     // user_shm_lock: the segment must fit the caller's limit.

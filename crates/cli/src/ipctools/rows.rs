@@ -3,8 +3,8 @@
 //! skipped), and the limits from /proc/sys/kernel.
 
 use super::cnum::{strtoimax, strtoul};
+use ipcns::Mech;
 use ipcns::abi;
-use ipcns::arena::layout::Mech;
 use ipcns::sysv::SysV;
 
 /// `struct ipc_stat`.

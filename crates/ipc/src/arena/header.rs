@@ -1,14 +1,45 @@
 //! The arena header: identity, limits, one registry per mechanism, the heap.
 
-use crate::lock::RobustMutex;
+use crate::lock::Lock;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 /// "IPCNSARN" in little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"IPCNSARN");
-/// Bumped on any change of a shared layout.
-pub const LAYOUT_VERSION: u32 = 1;
+/// Bumped on any change of a shared layout. Version 2: ipcns's own locks
+/// (no libc mutex in the file), per-slot generations, the architecture,
+/// lock kind, boot id and per-cpu mode in the header, reserved room for the
+/// process records.
+pub const LAYOUT_VERSION: u32 = 2;
 /// `flags` bit: ipcmni_extend mode.
 pub const FLAG_EXTEND: u32 = 1;
+/// `flags` bit: created to be shared with other users (its mode grants
+/// group or other bits).
+pub const FLAG_SHARED: u32 = 2;
+
+/// The machine the arena's layout was written for.
+#[cfg(target_arch = "x86_64")]
+pub const ARCH: u32 = 0x8664;
+#[cfg(target_arch = "aarch64")]
+pub const ARCH: u32 = 0xaa64;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const ARCH: u32 = 0;
+
+/// The lock in every lock field: [`crate::lock::Lock`], version 1.
+pub const LOCK_KIND: u32 = 1;
+
+/// `percpu`: how per-cpu data in the arena is updated. Processes of the two
+/// kinds must not share it.
+pub const PERCPU_RSEQ: u32 = 1;
+pub const PERCPU_ATOMIC: u32 = 2;
+
+/// The per-cpu mode of this process.
+pub fn percpu_mode() -> u32 {
+    if ipcns_rseq::mode() == ipcns_rseq::Mode::Fallback {
+        PERCPU_ATOMIC
+    } else {
+        PERCPU_RSEQ
+    }
+}
 
 /// The namespace's limits and sysctls (`/proc/sys/kernel/...`), as Linux
 /// keeps them per IPC namespace. Protected by the sem registry lock for
@@ -54,11 +85,12 @@ pub struct Journal {
 /// `lock` unless noted.
 ///
 /// # Layout
-/// 192 bytes.
+/// 192 bytes: `lock` @0, `in_use` @32, `keys_off` @72, `journal` @88,
+/// `serial` @112.
 #[repr(C, align(64))]
 pub struct Registry {
-    pub lock: RobustMutex,
-    pub _pad0: [AtomicU64; 2],
+    pub lock: Lock,
+    pub _pad0: AtomicU64,
     /// Objects present (`ids->in_use`).
     pub in_use: AtomicU32,
     /// Current sequence number (`ids->seq`).
@@ -83,10 +115,19 @@ pub struct Registry {
     pub journal: Journal,
     /// Serial numbers of shm backing files (shm registry only).
     pub serial: AtomicU64,
-    pub _pad1: [AtomicU64; 3],
+    /// Generations handed to slots (each creation and removal takes one).
+    pub generation: AtomicU64,
+    pub _pad1: [AtomicU64; 8],
 }
 
-const _: () = assert!(core::mem::size_of::<Registry>() == 192);
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Registry>() == 192);
+    assert!(offset_of!(Registry, in_use) == 32);
+    assert!(offset_of!(Registry, keys_off) == 72);
+    assert!(offset_of!(Registry, journal) == 88);
+    assert!(offset_of!(Registry, serial) == 112);
+};
 
 /// Size classes of the heap: 32 B to 64 KiB in powers of two.
 pub const HEAP_CLASSES: usize = 12;
@@ -94,33 +135,44 @@ pub const HEAP_CLASSES: usize = 12;
 /// The heap's state. Protected by `lock`.
 ///
 /// # Layout
-/// 256 bytes.
+/// 256 bytes: `lock` @0, `top` @32, `end` @40, `free` @48, `runs` @144,
+/// `in_use` @152.
 #[repr(C, align(64))]
 pub struct HeapState {
-    pub lock: RobustMutex,
-    pub _pad0: [AtomicU64; 2],
-    /// Next never-used byte.
+    pub lock: Lock,
+    pub _pad0: AtomicU64,
+    /// Next never-used byte; everything below it is reserved in the file.
     pub top: AtomicU64,
     /// End of the heap (file size).
     pub end: AtomicU64,
     /// Free lists of small blocks by class.
     pub free: [AtomicU64; HEAP_CLASSES],
-    /// Free list of page runs (first-fit, address ordered).
+    /// Free list of page runs (first-fit); a run's first page stays
+    /// reserved, the rest is given back to the file system.
     pub runs: AtomicU64,
     /// Bytes handed out and not freed.
     pub in_use: AtomicU64,
-    pub _pad1: [AtomicU64; 6],
+    pub _pad1: [AtomicU64; 12],
 }
 
-const _: () = assert!(core::mem::size_of::<HeapState>() == 256);
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<HeapState>() == 256);
+    assert!(offset_of!(HeapState, top) == 32);
+    assert!(offset_of!(HeapState, free) == 48);
+    assert!(offset_of!(HeapState, runs) == 144);
+};
 
 /// The arena header.
 ///
 /// # Layout
-/// Fixed offsets (pinned below); 64 KiB are reserved for it.
+/// Fixed offsets (pinned below); 64 KiB are reserved for it. `procs` is
+/// room kept for the per-process records of the operations (SEM_UNDO lists,
+/// attachments), zero until then.
 #[repr(C, align(64))]
 pub struct Header {
-    /// Immutable after creation: [`MAGIC`], [`LAYOUT_VERSION`], flags, sizes.
+    /// Immutable after creation: [`MAGIC`], [`LAYOUT_VERSION`], flags, sizes,
+    /// user namespace, architecture, lock kind, per-cpu mode.
     pub magic: AtomicU64,
     pub version: AtomicU32,
     pub flags: AtomicU32,
@@ -131,23 +183,38 @@ pub struct Header {
     /// Inode of the user namespace that created the arena: ids are stored
     /// as that namespace sees them.
     pub userns: AtomicU64,
-    pub _pad0: [AtomicU64; 2],
+    /// [`ARCH`] and [`LOCK_KIND`] of the creator; attach refuses others.
+    pub arch: AtomicU32,
+    pub lock_kind: AtomicU32,
+    /// The boot the arena was created in (24-bit tag of the boot id): locks
+    /// held by processes of an earlier boot are known stale.
+    pub boot: AtomicU64,
     pub limits: Limits,
-    pub _pad1: AtomicU64,
+    /// [`PERCPU_RSEQ`] or [`PERCPU_ATOMIC`].
+    pub percpu: AtomicU32,
+    pub _pad1: AtomicU32,
     pub registries: [Registry; 3],
     pub heap: HeapState,
+    pub procs: [AtomicU64; 32],
 }
 
 const _: () = {
     use core::mem::offset_of;
     assert!(offset_of!(Header, magic) == 0);
     assert!(offset_of!(Header, version) == 8);
+    assert!(offset_of!(Header, flags) == 12);
     assert!(offset_of!(Header, size) == 16);
+    assert!(offset_of!(Header, heap_off) == 24);
+    assert!(offset_of!(Header, arch) == 48);
+    assert!(offset_of!(Header, lock_kind) == 52);
+    assert!(offset_of!(Header, boot) == 56);
     assert!(offset_of!(Header, limits) == 64);
+    assert!(offset_of!(Header, percpu) == 120);
     assert!(offset_of!(Header, registries) == 128);
     assert!(offset_of!(Header, heap) == 128 + 3 * 192);
+    assert!(offset_of!(Header, procs) == 128 + 3 * 192 + 256);
     assert!(core::mem::size_of::<Header>() <= super::layout::HEADER_SIZE as usize);
 };
 
-// repr(C), atomics and RobustMutex only; no Drop.
-crate::shared_types!(Header);
+// repr(C), atomics and Locks only; no Drop.
+crate::arena::map::shared_types!(Header);

@@ -2,15 +2,20 @@
 //! a table of fixed-size object slots, a used-index bitmap and its summary,
 //! then the heap. All addresses are byte offsets from the start of the file.
 //!
-//! # Layout (layout version 1)
+//! # Layout (layout version 2)
 //! ```text
 //! 0                      Header (64 KiB reserved)
 //! per mechanism (sem, msg, shm), page aligned:
 //!   slots                ipc_mni * 192 bytes (the object headers, by idx)
 //!   bitmap               ipc_mni bits, 1 = index in use
 //!   summary              ipc_mni / 64 bits, 1 = bitmap word full
+//!   reserved             1 bit per page of slots, 1 = reserved in the file
 //! heap                   everything else (arrays, messages, key tables)
 //! ```
+//! Bitmaps, summaries and reserved bits are reserved (fallocate) at
+//! creation; a page of slots when its first object is created; the heap as
+//! its top grows. So no call ever faults in a page the file system may not
+//! have (SIGBUS on a full tmpfs).
 //! The file is sparse: untouched pages cost nothing, so the extend mode's
 //! 16,777,216 slots per mechanism are only address space until used.
 
@@ -61,6 +66,14 @@ pub struct Table {
     pub slots: u64,
     pub bitmap: u64,
     pub summary: u64,
+    pub reserved: u64,
+    /// End of the table's metadata (bitmap .. reserved bits).
+    pub end: u64,
+}
+
+/// Pages of a table of `n` slots.
+pub fn slot_pages(n: u64) -> u64 {
+    (n * SLOT_SIZE).div_ceil(PAGE)
 }
 
 fn round_up(x: u64, to: u64) -> u64 {
@@ -81,6 +94,8 @@ impl Layout {
             slots: 0,
             bitmap: 0,
             summary: 0,
+            reserved: 0,
+            end: 0,
         }; 3];
         for t in &mut tables {
             t.slots = at;
@@ -88,7 +103,11 @@ impl Layout {
             t.bitmap = at;
             at = round_up(at + n / 8, 64);
             t.summary = at;
-            at = round_up(at + (n / 64).div_ceil(8).max(8), PAGE);
+            at = round_up(at + (n / 64).div_ceil(8).max(8), 64);
+            t.reserved = at;
+            at = round_up(at + slot_pages(n).div_ceil(64) * 8, 64);
+            t.end = at;
+            at = round_up(at, PAGE);
         }
         let heap_off = at;
         Layout {
@@ -132,7 +151,9 @@ impl Layout {
 
     /// `(seq << shift) + idx`.
     pub fn make_id(&self, seq: u32, idx: u32) -> i32 {
-        ((seq << self.shift) + idx) as i32
+        // Masked: a sequence number or index read from a corrupt arena
+        // still makes an id (a wrong one), never an overflow.
+        (((seq & self.seq_max()) << self.shift) | (idx & (self.ipc_mni - 1))) as i32
     }
 }
 

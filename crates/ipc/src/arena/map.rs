@@ -21,13 +21,11 @@ use std::os::fd::AsRawFd;
 /// Implementors are `#[repr(C)]`, contain only atomics, `UnsafeCell`s
 /// holding plain data, and arrays of those, accept every bit pattern, and
 /// have no `Drop`.
-pub unsafe trait Shared: Sync {}
+pub(crate) unsafe trait Shared: Sync {}
 
 /// Declares arena types [`Shared`]. Each use names types that satisfy the
-/// trait's contract: `#[repr(C)]`, atomics, `RobustMutex`es and arrays of
-/// them only, no `Drop` (the layout assertions beside each type pin it).
-#[macro_export]
-#[doc(hidden)]
+/// trait's contract: `#[repr(C)]`, atomics, `Lock`s and arrays of them
+/// only, no `Drop` (the layout assertions beside each type pin it).
 macro_rules! shared_types {
     ($($t:ty),* $(,)?) => {
         $(
@@ -38,6 +36,7 @@ macro_rules! shared_types {
         )*
     };
 }
+pub(crate) use shared_types;
 
 /// A `MAP_SHARED` read-write mapping of a whole file.
 pub struct Mapping {
@@ -75,10 +74,6 @@ impl Mapping {
         })
     }
 
-    pub fn size(&self) -> usize {
-        self.len
-    }
-
     /// A shared reference to the `T` at `off`, if it lies inside the
     /// mapping and is aligned.
     #[inline]
@@ -105,6 +100,28 @@ impl Mapping {
         }
         // SAFETY: as in `view`, for `n` elements.
         Some(unsafe { core::slice::from_raw_parts(self.base.add(off).cast::<T>(), n) })
+    }
+
+    /// Reserves the file's pages under `[off, off + len)` (`fallocate`), so
+    /// that touching them later can never fault on a full file system
+    /// (SIGBUS): the error comes now, as ENOMEM.
+    pub fn reserve(&self, file: &File, off: u64, len: u64) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: an fallocate on our own descriptor; no memory is touched.
+        let r = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Gives the pages of `[off, off + len)` back to the file system

@@ -10,8 +10,10 @@ pub mod header;
 pub mod layout;
 pub mod map;
 
+use crate::lock::boot_id;
+
 use crate::errno::Errno;
-use header::{FLAG_EXTEND, Header, LAYOUT_VERSION, MAGIC};
+use header::{ARCH, FLAG_EXTEND, FLAG_SHARED, Header, LAYOUT_VERSION, LOCK_KIND, MAGIC};
 use layout::{HEADER_SIZE, Layout, SLOT_SIZE};
 use map::{Mapping, Shared};
 use std::fs::{File, OpenOptions};
@@ -59,6 +61,14 @@ impl Default for CreateOptions {
             heap_size: 4 << 30,
             mode: 0o600,
         }
+    }
+}
+
+fn percpu_name(m: u32) -> &'static str {
+    match m {
+        header::PERCPU_RSEQ => "in restartable sequences",
+        header::PERCPU_ATOMIC => "with atomic instructions (no rseq)",
+        _ => "in an unknown way",
     }
 }
 
@@ -118,7 +128,7 @@ impl Arena {
                 map,
                 layout,
             };
-            arena.init()?;
+            arena.init(opts.mode & 0o077 != 0)?;
             // Publish: link fails if the name is taken, so two creators
             // cannot both win.
             std::fs::hard_link(&tmp, path).map_err(|e| {
@@ -186,29 +196,54 @@ impl Arena {
         {
             return Err(not("slot or header size differs".to_string()));
         }
+        let (arch, kind) = (h.arch.load(Relaxed), h.lock_kind.load(Relaxed));
+        if arch != ARCH || kind != LOCK_KIND {
+            return Err(not(format!(
+                "made for architecture {arch:#x} with lock kind {kind}; this ipcns is {ARCH:#x} with lock kind {LOCK_KIND}"
+            )));
+        }
+        let percpu = h.percpu.load(Relaxed);
+        if percpu != header::percpu_mode() {
+            return Err(not(format!(
+                "its per-cpu data is updated {}, this process would update it {}",
+                percpu_name(percpu),
+                percpu_name(header::percpu_mode())
+            )));
+        }
         Ok(arena)
     }
 
     /// Writes a fresh header (the file is new and private to us).
-    fn init(&self) -> Result<(), ArenaError> {
+    fn init(&self, shared: bool) -> Result<(), ArenaError> {
         let h = self.header();
         let l = &self.layout;
         h.version.store(LAYOUT_VERSION, Relaxed);
-        h.flags
-            .store(if l.extend { FLAG_EXTEND } else { 0 }, Relaxed);
+        let mut flags = if l.extend { FLAG_EXTEND } else { 0 };
+        if shared {
+            flags |= FLAG_SHARED;
+        }
+        h.flags.store(flags, Relaxed);
         h.size.store(l.size, Relaxed);
         h.heap_off.store(l.heap_off, Relaxed);
         h.slot_size.store(SLOT_SIZE as u32, Relaxed);
         h.header_size.store(HEADER_SIZE as u32, Relaxed);
         h.userns.store(own_userns(), Relaxed);
+        h.arch.store(ARCH, Relaxed);
+        h.lock_kind.store(LOCK_KIND, Relaxed);
+        h.boot.store(boot_id(), Relaxed);
+        h.percpu.store(header::percpu_mode(), Relaxed);
         crate::limits::init_defaults(&h.limits);
         for r in &h.registries {
-            r.lock.init()?;
             r.last_idx.store(-1, Relaxed);
             r.next_id.store(-1, Relaxed);
             r.max_idx.store(-1, Relaxed);
         }
-        h.heap.lock.init()?;
+        // The pages every call touches are reserved now: the bitmaps and
+        // their summaries (the slots and the heap as they are handed out).
+        for t in &l.tables {
+            self.reserve(t.bitmap, t.end - t.bitmap)
+                .map_err(ArenaError::Errno)?;
+        }
         h.heap.top.store(l.heap_off, Relaxed);
         h.heap.end.store(l.size, Relaxed);
         // The magic last: a reader of a torn file sees no magic.
@@ -220,17 +255,8 @@ impl Arena {
         &self.path
     }
 
-    pub fn file(&self) -> &File {
-        &self.file
-    }
-
     pub fn layout(&self) -> &Layout {
         &self.layout
-    }
-
-    /// The arena's size in bytes (sparse: most of it is never backed).
-    pub fn size(&self) -> u64 {
-        self.map.size() as u64
     }
 
     pub fn header(&self) -> &Header {
@@ -239,16 +265,30 @@ impl Arena {
 
     /// The `T` at `off`; EFAULT-like error for an offset outside the arena
     /// (a corrupted arena), never undefined behaviour.
-    pub fn view<T: Shared>(&self, off: u64) -> Result<&T, Errno> {
+    pub(crate) fn view<T: Shared>(&self, off: u64) -> Result<&T, Errno> {
         self.map.view(off).ok_or(Errno::EFAULT)
     }
 
-    pub fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
+    pub(crate) fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
         self.map.view_slice(off, n).ok_or(Errno::EFAULT)
     }
 
     /// Returns the pages of a range to the file system (they read as zeros).
     pub fn punch(&self, off: u64, len: u64) {
         let _ = self.map.punch(&self.file, off, len);
+    }
+
+    /// Reserves the file's pages under a range before it is first touched;
+    /// ENOMEM when the file system is full.
+    pub fn reserve(&self, off: u64, len: u64) -> Result<(), Errno> {
+        self.map
+            .reserve(&self.file, off, len)
+            .map_err(|_| Errno::ENOMEM)
+    }
+
+    /// Whether `[off, off + len)` lies in the heap's handed-out part.
+    pub fn in_heap(&self, off: u64, len: u64) -> bool {
+        let top = self.header().heap.top.load(Relaxed).min(self.layout.size);
+        off >= self.layout.heap_off && off.checked_add(len).is_some_and(|end| end <= top)
     }
 }

@@ -12,8 +12,8 @@
 //! number k), not by value.
 
 use crate::support::{self, TestNs};
+use ipcns::Mech;
 use ipcns::abi::*;
-use ipcns::arena::layout::Mech;
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;

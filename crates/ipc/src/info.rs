@@ -1,0 +1,53 @@
+//! What `ipcns ns info` and `ns list` show of a namespace: where it is, its
+//! layout, and who holds its locks.
+
+use crate::arena::layout::Mech;
+use crate::lock::{Holder, holder_of};
+use crate::namespace::Namespace;
+use core::sync::atomic::Ordering::Relaxed;
+use std::path::Path;
+
+impl Namespace {
+    /// The arena file.
+    pub fn path(&self) -> &Path {
+        self.arena().path()
+    }
+
+    /// Whether ids use the `ipcmni_extend` layout.
+    pub fn extend(&self) -> bool {
+        self.arena().layout().extend
+    }
+
+    /// Indices per mechanism (`IPCMNI`: 32768, or 16,777,216 extended).
+    pub fn ipc_mni(&self) -> u32 {
+        self.arena().layout().ipc_mni
+    }
+
+    /// Bits of the index in an id (15, or 24 extended).
+    pub fn index_bits(&self) -> u32 {
+        self.arena().layout().shift
+    }
+
+    /// Whether the arena was created in an earlier boot of this machine
+    /// (its locks' holders are then all gone).
+    pub fn from_earlier_boot(&self) -> bool {
+        self.arena().header().boot.load(Relaxed) != crate::lock::boot_id()
+    }
+
+    /// The namespace-wide locks that are held (or await a repair), by name:
+    /// `sem registry`, `msg registry`, `shm registry`, `heap`, with the
+    /// holder's thread id, its state and whether it lives.
+    pub fn lock_holders(&self) -> Vec<(String, Holder)> {
+        let h = self.arena().header();
+        let mut out = Vec::new();
+        for m in Mech::ALL {
+            if let Some(x) = holder_of(&h.registries[m as usize].lock) {
+                out.push((format!("{} registry", m.name()), x));
+            }
+        }
+        if let Some(x) = holder_of(&h.heap.lock) {
+            out.push(("heap".to_string(), x));
+        }
+        out
+    }
+}

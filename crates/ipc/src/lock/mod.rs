@@ -1,0 +1,327 @@
+//! Locks of ipcns's own, on a futex word in the arena, that survive the
+//! death of their holder whatever the word holds.
+//!
+//! # Protocol
+//! `word` is 0 when free, else the holder's identity: its thread id in bits
+//! 0-29, [`WAITERS`] in bit 31 once someone may sleep on it, and in the
+//! high 32 bits a tag of the holder thread's boot and start time (which
+//! thread it is, even after its tid is reused). Taking a free lock is one
+//! compare-and-swap that writes all of it at once (no system call, no
+//! window in which the lock is held by nobody known); releasing it is one
+//! more, plus a `FUTEX_WAKE` only if [`WAITERS`] was set. Waiters sleep on
+//! the word's low 32 bits (a shared futex) with a timeout ([`Os::wait`]).
+//!
+//! Each time a waiter's sleep runs out with the same holder it asks
+//! whether the holder lives: a thread with that tid exists, is not a
+//! zombie, and has that tag. If not (it died, its tid was reused, the word
+//! is garbage, or it dates from an earlier boot), the lock is taken over:
+//! a compare-and-swap from the exact word observed, so a lock that changed
+//! hands meanwhile is never stolen. No timing assumption is involved: a
+//! holder that is alive is always recognised as such.
+//!
+//! Taking over sets `dirty`: the state the lock protects may be
+//! half-changed. Every later holder is told ([`Guard::recovered`]) until
+//! one calls [`Guard::repaired`] after its repair succeeded, so a repair
+//! that fails (or whose runner dies) is retried by the next holder.
+//!
+//! Out of scope, as for any shared lock: a holder that is alive but stopped
+//! (SIGSTOP, a debugger) stalls the others until it runs again; and a tag
+//! collision (a new thread with the dead holder's tid and the same 32-bit
+//! tag) keeps the lock until that thread ends.
+//!
+//! # Layout
+//! 24 bytes, all zero = free and clean: `word` @0 (the futex is its low
+//! half), `dirty` @8. No initialisation step: a zeroed slot holds a valid
+//! lock.
+
+#[cfg(not(loom))]
+mod os;
+#[cfg(not(loom))]
+pub use os::{Holder, RECOVERIES, RealOs, boot_id, holder_of};
+
+#[cfg(all(test, loom))]
+mod model;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use crate::errno::Errno;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// `word` bit: a waiter may be sleeping; the releaser must wake one.
+pub const WAITERS: u64 = 1 << 31;
+/// `word` bits naming the holder's thread id (Linux tids are below 2^22).
+pub const TID_MASK: u64 = (1 << 30) - 1;
+/// `word` bits naming the holder: tid and tag.
+const WHO: u64 = !WAITERS & !(1 << 30);
+
+/// What the lock needs from the operating system (or from a model of it).
+pub trait Os {
+    /// The calling thread's identity as the word holds it: its tag in the
+    /// high 32 bits, its tid (nonzero, within [`TID_MASK`]) in the low.
+    fn me(&self) -> u64;
+    /// Sleeps while the low half of `word` holds `expected`, at most one
+    /// time slice; true when the slice ran out (not a wake-up or a change).
+    fn wait(&self, word: &AtomicU64, expected: u32) -> bool;
+    /// Wakes one sleeper on `word`.
+    fn wake(&self, word: &AtomicU64);
+    /// Whether the thread named by `who` (tid and tag) still lives.
+    fn liveness(&self, who: u64) -> Liveness;
+    /// Spins on a held lock before the first sleep.
+    fn spins(&self) -> u32 {
+        SPINS
+    }
+    /// A point between two steps of the algorithm where the model may kill
+    /// the caller (`Err`); the real system never fails here.
+    fn step(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+    /// Counts a takeover (statistics).
+    fn took_over(&self) {}
+}
+
+/// The verdict on a lock holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// The thread lives and the tag is its own.
+    Alive,
+    /// No such thread (dead, a zombie, another thread with its tid, or
+    /// another boot): the lock is free to take over.
+    Gone,
+}
+
+/// A lock that survives its holder's death.
+///
+/// # Layout
+/// See the module doc. `word` is changed by compare-and-swap only;
+/// `dirty` is written by holders.
+#[repr(C, align(8))]
+pub struct Lock {
+    word: AtomicU64,
+    /// 1 while the protected state needs a repair.
+    dirty: AtomicU32,
+    _pad: AtomicU32,
+    _spare: AtomicU64,
+}
+
+// repr(C), atomics only, no Drop; any bits are a valid (if stale) lock.
+#[cfg(not(loom))]
+crate::arena::map::shared_types!(Lock);
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<Lock>() == 24);
+    assert!(core::mem::offset_of!(Lock, dirty) == 8);
+    // The futex is the word's low half: little-endian machines only.
+    assert!(cfg!(target_endian = "little"));
+};
+
+/// Spins before the first sleep (a holder usually leaves within a few µs).
+const SPINS: u32 = 64;
+
+impl Lock {
+    /// A free, clean lock (what zeroed memory holds).
+    #[cfg(any(test, loom))]
+    pub fn new() -> Lock {
+        Lock {
+            word: AtomicU64::new(0),
+            dirty: AtomicU32::new(0),
+            _pad: AtomicU32::new(0),
+            _spare: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the lock; `Ok(true)` when the state it protects needs a repair
+    /// (a holder died, or a repair did not complete). EDEADLK if the caller
+    /// holds it already.
+    #[inline]
+    pub fn acquire<O: Os>(&self, os: &O) -> Result<bool, Errno> {
+        let me = os.me();
+        // Acquire: pairs with the Release of the previous holder's
+        // `release`, making the protected state it wrote visible.
+        if self
+            .word
+            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return self.acquire_slow(os, me);
+        }
+        os.step()?;
+        Ok(self.needs_repair())
+    }
+
+    /// Whether the state needs a repair (read by the holder).
+    #[inline]
+    fn needs_repair(&self) -> bool {
+        // Relaxed: written by holders only, ordered by the word's
+        // Acquire/Release.
+        self.dirty.load(Ordering::Relaxed) != 0
+    }
+
+    #[cold]
+    fn acquire_slow<O: Os>(&self, os: &O, me: u64) -> Result<bool, Errno> {
+        let mut spins = 0;
+        loop {
+            os.step()?;
+            let v = self.word.load(Ordering::Relaxed);
+            if v & TID_MASK == 0 {
+                // Free. Keep WAITERS set: others may sleep (we did).
+                if self
+                    .word
+                    .compare_exchange(v, me | WAITERS, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    os.step()?;
+                    return Ok(self.needs_repair());
+                }
+                continue;
+            }
+            if v & WHO == me {
+                // Our own identity: a recursive call.
+                return Err(Errno(libc::EDEADLK));
+            }
+            if v & TID_MASK == me & TID_MASK {
+                // Our tid with another tag: a dead thread's, since we are
+                // the only live thread with this tid.
+                if let Some(r) = self.take_over(os, v, me)? {
+                    return Ok(r);
+                }
+                continue;
+            }
+            if spins < os.spins() {
+                spins += 1;
+                core::hint::spin_loop();
+                continue;
+            }
+            if v & WAITERS == 0
+                && self
+                    .word
+                    .compare_exchange(v, v | WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            let timed_out = os.wait(&self.word, (v | WAITERS) as u32);
+            os.step()?;
+            let v2 = self.word.load(Ordering::Relaxed);
+            if !timed_out || v2 & WHO != v & WHO {
+                continue;
+            }
+            if os.liveness(v2 & WHO) == Liveness::Gone
+                && let Some(r) = self.take_over(os, v2, me)?
+            {
+                return Ok(r);
+            }
+        }
+    }
+
+    /// Takes the lock from a dead holder: only if the word is still `seen`.
+    fn take_over<O: Os>(&self, os: &O, seen: u64, me: u64) -> Result<Option<bool>, Errno> {
+        // Acquire: as in `acquire`; the dead holder released nothing, so
+        // what it wrote may be half done, hence `dirty`.
+        if self
+            .word
+            .compare_exchange(seen, me | WAITERS, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(None);
+        }
+        os.step()?;
+        self.dirty.store(1, Ordering::Relaxed);
+        os.took_over();
+        Ok(Some(true))
+    }
+
+    /// The repair of the protected state has completed.
+    pub fn mark_repaired(&self) {
+        // Relaxed: published by the Release in `release`.
+        self.dirty.store(0, Ordering::Relaxed);
+    }
+
+    /// Releases the lock held by the caller. If it was taken over meanwhile
+    /// (the caller was judged dead), leaves it to its new holder.
+    #[inline]
+    pub fn release<O: Os>(&self, os: &O) -> Result<(), Errno> {
+        let me = os.me();
+        let mut v = self.word.load(Ordering::Relaxed);
+        loop {
+            if v & WHO != me {
+                return Ok(());
+            }
+            // Release: pairs with the next holder's Acquire.
+            match self
+                .word
+                .compare_exchange_weak(v, 0, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => v = now,
+            }
+        }
+        os.step()?;
+        if v & WAITERS != 0 {
+            os.wake(&self.word);
+        }
+        Ok(())
+    }
+
+    /// The raw word and whether a repair is pending (for `ns info`, tests).
+    pub fn snapshot(&self) -> (u64, bool) {
+        (
+            self.word.load(Ordering::Relaxed),
+            self.dirty.load(Ordering::Relaxed) != 0,
+        )
+    }
+}
+
+#[cfg(not(loom))]
+pub use guard::Guard;
+
+#[cfg(not(loom))]
+mod guard {
+    use super::{Lock, RealOs};
+    use crate::errno::Errno;
+    use core::marker::PhantomData;
+
+    impl Lock {
+        /// Locks, waiting as long as a live holder keeps it.
+        /// [`Guard::recovered`] is true when the protected state needs a repair.
+        #[inline]
+        pub fn lock(&self) -> Result<Guard<'_>, Errno> {
+            let recovered = self.acquire(&RealOs)?;
+            Ok(Guard {
+                lock: self,
+                recovered,
+                _not_send: PhantomData,
+            })
+        }
+    }
+
+    /// A held [`Lock`]; releases on drop. Not `Send`: the lock names the
+    /// thread that took it.
+    pub struct Guard<'a> {
+        lock: &'a Lock,
+        recovered: bool,
+        _not_send: PhantomData<*const ()>,
+    }
+
+    impl Guard<'_> {
+        /// The protected state needs a repair (its last holder died, or the
+        /// last repair did not complete).
+        pub fn recovered(&self) -> bool {
+            self.recovered
+        }
+
+        /// Call after the repair succeeded: later holders are not told again.
+        pub fn repaired(&mut self) {
+            self.lock.mark_repaired();
+            self.recovered = false;
+        }
+    }
+
+    impl Drop for Guard<'_> {
+        #[inline]
+        fn drop(&mut self) {
+            // Errors only come from a model's `step`; the real one has none.
+            let _ = self.lock.release(&RealOs);
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The real operating system under the lock: thread ids and identity
+//! tags, shared futexes, and liveness from /proc, all through raw system
+//! calls (no interposable libc symbol: ipcns shares processes with other
+//! preloads).
+//!
+//! # Safety
+//! The futex calls pass the address of an `AtomicU32` that the caller
+//! borrows for the duration of the call (a word in the mapped arena), a
+//! valid timespec, and no other pointer. `sys::read_file` is given a
+//! NUL-terminated path and a buffer it owns. The fork handler only bumps an
+//! atomic (async-signal-safe, as a fork handler must be).
+#![allow(unsafe_code)]
+
+use super::{Liveness, Lock, Os, TID_MASK};
+use crate::sync::AtomicU64;
+use core::cell::Cell;
+use std::sync::OnceLock;
+
+/// One sleep of a waiter before it re-checks the holder: 10 ms.
+const SLICE_NS: i64 = 10_000_000;
+
+/// Locks this process took over from holders that died holding them.
+pub static RECOVERIES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// The real system.
+pub struct RealOs;
+
+/// Bumped in the child at every fork: cached thread identities are stale.
+static FORKS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+static AT_FORK: OnceLock<()> = OnceLock::new();
+
+extern "C" fn in_child() {
+    FORKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+thread_local! {
+    /// (fork generation + 1, identity) of this thread; 0 = not yet known.
+    static ME: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// This thread's identity as a lock word names it (tag << 32 | tid), found
+/// once per thread (and again in a forked child, whose tid differs).
+#[inline]
+fn me() -> u64 {
+    let generation = FORKS.load(core::sync::atomic::Ordering::Relaxed) + 1;
+    let (g, who) = ME.with(Cell::get);
+    if g == generation {
+        return who;
+    }
+    identify(generation)
+}
+
+#[cold]
+fn identify(generation: u64) -> u64 {
+    AT_FORK.get_or_init(|| {
+        // SAFETY: registers a child handler that only bumps an atomic.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    });
+    // SAFETY: gettid takes no argument and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64 & TID_MASK;
+    let start = thread_stat(tid as u32).map_or(0, |(_, s)| s);
+    let who = (u64::from(tag_of(boot_tag(), start)) << 32) | tid;
+    ME.with(|c| c.set((generation, who)));
+    who
+}
+
+/// 24 bits naming this boot (from /proc/sys/kernel/random/boot_id), never 0.
+pub fn boot_tag() -> u64 {
+    static TAG: OnceLock<u64> = OnceLock::new();
+    *TAG.get_or_init(|| {
+        let mut buf = [0u8; 64];
+        let n = sys::read_file(c"/proc/sys/kernel/random/boot_id", &mut buf).unwrap_or(0);
+        // FNV-1a over the text.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in &buf[..n] {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        ((h ^ (h >> 24) ^ (h >> 48)) & 0xff_ffff) | 1
+    })
+}
+
+/// This boot's tag, as the arena header records it.
+pub fn boot_id() -> u64 {
+    boot_tag()
+}
+
+/// A thread's 32-bit tag: its boot and its start time (ticks after boot),
+/// mixed; never 0.
+fn tag_of(boot: u64, start: u64) -> u32 {
+    let mut x = (boot << 40) ^ start;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    (x as u32).max(1)
+}
+
+/// What /proc says of thread `tid`: its state letter and start time.
+fn thread_stat(tid: u32) -> Option<(u8, u64)> {
+    let mut path = [0u8; 32];
+    let mut w = Writer(&mut path, 0);
+    let _ = core::fmt::write(&mut w, format_args!("/proc/{tid}/stat\0"));
+    let path = core::ffi::CStr::from_bytes_until_nul(&path).ok()?;
+    let mut buf = [0u8; 512];
+    let n = sys::read_file(path, &mut buf).ok()?;
+    let text = &buf[..n];
+    // The command (field 2) may hold anything: fields restart after its
+    // last ')'.
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let mut fields = text[close + 1..]
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty());
+    let state = *fields.next()?.first()?;
+    // starttime is field 22: the 20th after the state (field 3).
+    let start = fields.nth(18)?;
+    let start = core::str::from_utf8(start).ok()?.trim().parse().ok()?;
+    Some((state, start))
+}
+
+struct Writer<'a>(&'a mut [u8], usize);
+
+impl core::fmt::Write for Writer<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.1 + s.len();
+        self.0
+            .get_mut(self.1..end)
+            .ok_or(core::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.1 = end;
+        Ok(())
+    }
+}
+
+impl Os for RealOs {
+    #[inline]
+    fn me(&self) -> u64 {
+        me()
+    }
+
+    fn wait(&self, word: &AtomicU64, expected: u32) -> bool {
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: SLICE_NS,
+        };
+        // SAFETY: a shared (not private: the word is in a MAP_SHARED file)
+        // FUTEX_WAIT on the low half of a live AtomicU64 (little-endian:
+        // its first 4 bytes) with a valid relative timeout.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr().cast::<u32>(),
+                libc::FUTEX_WAIT,
+                expected,
+                &ts as *const libc::timespec,
+            )
+        };
+        if r == 0 {
+            return false;
+        }
+        let e = crate::errno::Errno::last().0;
+        debug_assert!(
+            matches!(e, libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR),
+            "futex wait: {e}"
+        );
+        e == libc::ETIMEDOUT
+    }
+
+    fn wake(&self, word: &AtomicU64) {
+        // SAFETY: FUTEX_WAKE of one waiter on the low half of a live word.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr().cast::<u32>(),
+                libc::FUTEX_WAKE,
+                1,
+            )
+        };
+    }
+
+    fn liveness(&self, who: u64) -> Liveness {
+        match thread_stat((who & TID_MASK) as u32) {
+            // No such thread; or a zombie, which holds nothing any more.
+            None | Some((b'Z' | b'X' | b'x', _)) => Liveness::Gone,
+            Some((_, start)) if tag_of(boot_tag(), start) == (who >> 32) as u32 => Liveness::Alive,
+            // Another thread with that tid (or garbage, or another boot).
+            Some(_) => Liveness::Gone,
+        }
+    }
+
+    fn took_over(&self) {
+        RECOVERIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Who holds a lock, as `ns info` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub tid: u32,
+    /// The thread's state letter in /proc (R, S, D, T, Z...), if it exists.
+    pub state: Option<char>,
+    pub verdict: Liveness,
+    /// The lock's protected state awaits a repair.
+    pub dirty: bool,
+}
+
+/// The holder of `lock`, if it is held (or marked dirty).
+pub fn holder_of(lock: &Lock) -> Option<Holder> {
+    let (word, dirty) = lock.snapshot();
+    let tid = (word & TID_MASK) as u32;
+    if tid == 0 && !dirty {
+        return None;
+    }
+    Some(Holder {
+        tid,
+        state: (tid != 0)
+            .then(|| thread_stat(tid).map(|(s, _)| s as char))
+            .flatten(),
+        verdict: if tid == 0 {
+            Liveness::Gone
+        } else {
+            RealOs.liveness(word & !(super::WAITERS | 1 << 30))
+        },
+        dirty,
+    })
+}
+
+mod sys {
+    //! Small files read through raw system calls.
+
+    /// Reads up to `buf.len()` bytes of the file at `path`.
+    pub fn read_file(path: &core::ffi::CStr, buf: &mut [u8]) -> Result<usize, i32> {
+        // SAFETY: a NUL-terminated path; flags only.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(crate::errno::Errno::last().0);
+        }
+        let mut n = 0;
+        while n < buf.len() {
+            let rest = &mut buf[n..];
+            // SAFETY: reads into the unfilled tail of a buffer we own.
+            let r = unsafe { libc::syscall(libc::SYS_read, fd, rest.as_mut_ptr(), rest.len()) };
+            if r <= 0 {
+                break;
+            }
+            n += r as usize;
+        }
+        // SAFETY: closes the descriptor opened above.
+        unsafe { libc::syscall(libc::SYS_close, fd) };
+        Ok(n)
+    }
+}

@@ -1,0 +1,241 @@
+//! The lock against the real system: stale holders of every kind are
+//! taken over within a second, live ones never; repairs that fail are
+//! retried; contention counts exactly.
+//!
+//! # Safety
+//! The fork tests put a `Lock` in an anonymous `MAP_SHARED` page (zeroed:
+//! a free lock) that stays mapped for the whole test; the children only
+//! use the lock and `_exit`.
+#![allow(unsafe_code)]
+
+use super::{Liveness, Lock, Os, RealOs};
+use crate::errno::Errno;
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+struct SharedPage(*mut u8);
+
+impl SharedPage {
+    fn new() -> SharedPage {
+        // SAFETY: a fresh anonymous shared mapping; checked below.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        SharedPage(p.cast())
+    }
+    fn lock(&self) -> &Lock {
+        // SAFETY: zeroed, aligned, mapped while `self` lives; `Lock` is
+        // atomics only and zero is a free lock.
+        unsafe { &*self.0.cast::<Lock>() }
+    }
+    fn flag(&self) -> &AtomicU32 {
+        // SAFETY: as above, at offset 64 (past the lock).
+        unsafe { &*self.0.add(64).cast::<AtomicU32>() }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the page mapped in `new`; no reference survives.
+        unsafe { libc::munmap(self.0.cast(), 4096) };
+    }
+}
+
+fn fork(f: impl FnOnce()) -> i32 {
+    // SAFETY: the child runs `f` (lock operations on shared memory) and
+    // `_exit`s without returning into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        f();
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(0) };
+    }
+    pid
+}
+
+fn reap(pid: i32) {
+    let mut st = 0;
+    // SAFETY: our own child; valid out-pointer.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+}
+
+/// Takes `l` and says how long it took and whether it was told to repair.
+fn timed(l: &Lock) -> (Duration, bool) {
+    let t = Instant::now();
+    let g = l.lock().expect("lock");
+    (t.elapsed(), g.recovered())
+}
+
+#[test]
+fn uncontended_and_repair_flag() {
+    let l = Lock::new();
+    {
+        let g = l.lock().unwrap();
+        assert!(!g.recovered());
+    }
+    assert_eq!(l.snapshot().0, 0, "released");
+    // A repair that did not complete is reported to the next holder too.
+    l.dirty.store(1, Ordering::Relaxed);
+    assert!(l.lock().unwrap().recovered());
+    {
+        let mut g = l.lock().unwrap();
+        assert!(g.recovered());
+        g.repaired();
+    }
+    assert!(!l.lock().unwrap().recovered());
+}
+
+#[test]
+fn recursive_lock_is_edeadlk() {
+    let l = Lock::new();
+    let _g = l.lock().unwrap();
+    assert_eq!(l.lock().err(), Some(Errno::EDEADLK));
+}
+
+#[test]
+fn dead_tid_is_taken_over_at_once() {
+    // A tid that existed and is gone: a reaped child's.
+    let pid = fork(|| {});
+    reap(pid);
+    let l = Lock::new();
+    l.word.store(12345 << 32 | pid as u64, Ordering::Relaxed);
+    let (t, rec) = timed(&l);
+    assert!(rec);
+    assert!(t < Duration::from_millis(500), "took {t:?}");
+}
+
+#[test]
+fn garbage_word_naming_a_live_unrelated_thread_is_taken_over() {
+    // tid 1 (init) lives; the tag is not its own.
+    let l = Lock::new();
+    l.word
+        .store(0xdead_beef << 32 | 1 | super::WAITERS, Ordering::Relaxed);
+    let (t, rec) = timed(&l);
+    assert!(rec);
+    assert!(t < Duration::from_secs(1), "took {t:?}");
+    // Junk in every bit: a tid beyond any pid_max.
+    let l = Lock::new();
+    l.word.store(u64::MAX, Ordering::Relaxed);
+    let (t, rec) = timed(&l);
+    assert!(rec);
+    assert!(t < Duration::from_secs(1), "took {t:?}");
+}
+
+#[test]
+fn holders_are_told_apart_by_their_tag() {
+    // Our own identity is alive; the same tid with another tag (another
+    // boot, or a dead thread whose tid we reuse) is not.
+    let me = RealOs.me();
+    assert_eq!(RealOs.liveness(me), Liveness::Alive);
+    assert_eq!(RealOs.liveness(me ^ (1 << 40)), Liveness::Gone);
+    // A lock word naming our tid with a stale tag: taken over at once.
+    let l = Lock::new();
+    l.word.store(me ^ (7 << 32), Ordering::Relaxed);
+    let (t, rec) = timed(&l);
+    assert!(rec);
+    assert!(t < Duration::from_millis(100), "took {t:?}");
+    // The parent process (a live thread) with a tag from another boot.
+    // SAFETY: getppid takes nothing and cannot fail.
+    let ppid = unsafe { libc::getppid() } as u64;
+    let l = Lock::new();
+    l.word.store(0x1234_5678 << 32 | ppid, Ordering::Relaxed);
+    let (t, rec) = timed(&l);
+    assert!(rec);
+    assert!(t < Duration::from_millis(500), "took {t:?}");
+}
+
+#[test]
+fn zombie_holder_is_taken_over() {
+    let page = SharedPage::new();
+    let l = page.lock();
+    let pid = fork(|| {
+        core::mem::forget(l.lock().unwrap());
+    });
+    // Wait until the child holds it and has exited (a zombie: not reaped).
+    while page.lock().snapshot().0 == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let (t, rec) = timed(l);
+    assert!(rec);
+    assert!(t < Duration::from_secs(1), "took {t:?}");
+    reap(pid);
+}
+
+#[test]
+fn live_holder_is_never_taken_over() {
+    let page = SharedPage::new();
+    let l = page.lock();
+    let pid = fork(|| {
+        let g = l.lock().unwrap();
+        page.flag().store(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(400));
+        page.flag().store(2, Ordering::SeqCst);
+        drop(g);
+    });
+    while page.flag().load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (t, rec) = timed(l);
+    assert_eq!(
+        page.flag().load(Ordering::SeqCst),
+        2,
+        "taken from a live holder"
+    );
+    assert!(!rec);
+    assert!(t >= Duration::from_millis(200), "took {t:?}");
+    reap(pid);
+}
+
+#[test]
+fn killed_holder_mid_section_is_repaired_by_the_next() {
+    let page = SharedPage::new();
+    let l = page.lock();
+    let pid = fork(|| {
+        let _g = l.lock().unwrap();
+        page.flag().store(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    while page.flag().load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    reap(pid);
+    let (t, rec) = timed(l);
+    assert!(rec);
+    assert!(t < Duration::from_millis(500), "took {t:?}");
+}
+
+#[test]
+fn contention_counts_exactly() {
+    let l = std::sync::Arc::new(Lock::new());
+    let n = std::sync::Arc::new(AtomicU32::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (l, n) = (l.clone(), n.clone());
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    let _g = l.lock().unwrap();
+                    // A non-atomic increment in two steps: lost updates
+                    // would show if two threads were inside.
+                    let v = n.load(Ordering::Relaxed);
+                    n.store(v + 1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(n.load(Ordering::Relaxed), 80_000);
+}
