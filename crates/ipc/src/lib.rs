@@ -16,7 +16,6 @@ pub use check::Census;
 mod errno;
 mod heap;
 mod ids;
-pub mod kernel;
 mod keys;
 pub mod limits;
 mod lock;
@@ -29,7 +28,6 @@ mod registry;
 pub mod sem;
 pub mod shm;
 mod sysctl;
-pub mod sysv;
 pub use sysctl::NAMES as SYSCTLS;
 mod time;
 
