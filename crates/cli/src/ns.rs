@@ -3,8 +3,8 @@
 
 use anyhow::{Context, bail};
 use ipcns::namespace::{default_name, dir};
-use ipcns::sysv::{self, NsCaller};
 use ipcns::{CreateOptions, Namespace, abi};
+use ipcns_oracle::sysv::{self, NsCaller};
 use lexopt::prelude::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::ExitCode;

@@ -27,7 +27,6 @@ not_loom! {
     mod heap;
     mod ids;
     mod info;
-    pub mod kernel;
     mod keys;
     pub mod limits;
     pub mod msg;
@@ -39,7 +38,6 @@ not_loom! {
     pub mod sem;
     pub mod shm;
     mod sysctl;
-    pub mod sysv;
     mod time;
 
     pub use arena::layout::Mech;

@@ -109,6 +109,11 @@ pub trait SemValues {
     fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno>;
     /// GETALL: takes the set's values; EFAULT if they do not fit.
     fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno>;
+    /// How many values the caller's memory holds, when it is known (a
+    /// slice); `None` for memory of unknown extent (a C pointer).
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl SemValues for [u16] {
@@ -122,6 +127,9 @@ impl SemValues for [u16] {
             .copy_from_slice(vals);
         Ok(())
     }
+    fn capacity(&self) -> Option<usize> {
+        Some(self.len())
+    }
 }
 
 impl<const N: usize> SemValues for [u16; N] {
@@ -131,6 +139,22 @@ impl<const N: usize> SemValues for [u16; N] {
     fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
         self[..].copy_out(vals)
     }
+    fn capacity(&self) -> Option<usize> {
+        Some(self.len())
+    }
+}
+
+/// A part of a buffer: `SemArg::Array(&mut &mut vals[..n])`.
+impl SemValues for &mut [u16] {
+    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
+        (**self).copy_in(into)
+    }
+    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
+        (**self).copy_out(vals)
+    }
+    fn capacity(&self) -> Option<usize> {
+        Some(self.len())
+    }
 }
 
 impl SemValues for Vec<u16> {
@@ -139,6 +163,9 @@ impl SemValues for Vec<u16> {
     }
     fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
         self[..].copy_out(vals)
+    }
+    fn capacity(&self) -> Option<usize> {
+        Some(self.len())
     }
 }
 

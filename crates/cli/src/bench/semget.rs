@@ -9,8 +9,8 @@
 use super::stats::{json_num, median, ratio};
 use anyhow::{Context, bail};
 use ipcns::abi::IPC_CREAT;
-use ipcns::sysv::SysV;
 use ipcns::{CreateOptions, Namespace};
+use ipcns_oracle::sysv::SysV;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -46,8 +46,8 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     let [keys] = args else {
         bail!("usage: ipcns bench {KERNEL_CHILD} KEYS");
     };
-    ipcns::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
-    let (c, m, l) = run_loops(&ipcns::kernel::Host, keys.parse()?)?;
+    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    let (c, m, l) = run_loops(&ipcns_oracle::kernel::Host, keys.parse()?)?;
     println!("{c} {m} {l}");
     Ok(())
 }
@@ -107,7 +107,7 @@ impl Drop for TempNs {
 fn ipcns_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
     let t = TempNs::new()?;
     let cred = (*t.ns.cred()?).clone();
-    run_loops(&ipcns::sysv::NsCaller { ns: &t.ns, cred }, keys)
+    run_loops(&ipcns_oracle::sysv::NsCaller { ns: &t.ns, cred }, keys)
 }
 
 /// Arena bytes per object: slot plus heap (arrays, key table share), for

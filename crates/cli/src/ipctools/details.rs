@@ -7,7 +7,7 @@ use super::rows;
 use super::size::{self, Unit};
 use super::{Exit, Tool};
 use ipcns::abi;
-use ipcns::sysv::SysV;
+use ipcns_oracle::sysv::SysV;
 use std::io::Write;
 
 /// `%#o`: octal with a leading 0, except for 0 itself.

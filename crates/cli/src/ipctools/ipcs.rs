@@ -9,7 +9,7 @@ use super::rows::{self, Perm};
 use super::size::{self, Unit};
 use super::{Exit, Tool, cnum, details};
 use ipcns::abi;
-use ipcns::sysv::{self, SysV};
+use ipcns_oracle::sysv::{self, SysV};
 use std::io::Write;
 
 const USAGE: &str = "

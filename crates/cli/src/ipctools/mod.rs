@@ -1,8 +1,8 @@
 //! `ipcns ipcs|ipcmk|ipcrm`: util-linux 2.38.1's tools over an ipcns
 //! namespace, with their options, output, messages and exit codes.
 //!
-//! The tools are written against [`SysV`], the interface the library gives
-//! both to a namespace and to the host kernel; they read what util-linux
+//! The tools are written against `ipcns_oracle::SysV`, one interface over
+//! a namespace and the host kernel; they read what util-linux
 //! reads (/proc/sysvipc text, /proc/sys/kernel values, the `*_INFO` and
 //! `*_STAT` commands) through it. Messages go to stderr with the tool's
 //! name, as `err(3)` and `warnx(3)` print them; standard output is
@@ -19,7 +19,7 @@ mod rows;
 mod size;
 
 use ipcns::Namespace;
-use ipcns::sysv::NsCaller;
+use ipcns_oracle::sysv::NsCaller;
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -9,8 +9,8 @@ use ipcns::abi::{
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;
-use ipcns::sysv::{self, SysV};
 use ipcns::{CreateOptions, Errno};
+use ipcns_oracle::sysv::{self, SysV};
 
 /// Ids of what [`populate`] made.
 pub struct Made {

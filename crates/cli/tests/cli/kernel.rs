@@ -4,8 +4,8 @@
 //! beside `ipcns` on a fresh namespace in a temporary `IPCNS_DIR`, and the
 //! two outputs are compared byte for byte.
 
-use ipcns::sysv::{NsCaller, SysV};
 use ipcns::{CreateOptions, Namespace};
+use ipcns_oracle::sysv::{NsCaller, SysV};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -29,7 +29,7 @@ pub fn in_fresh_ipc_ns<T: Send>(test: &str, f: impl FnOnce() -> T + Send) -> Opt
     }
     std::thread::scope(|s| {
         let h = s.spawn(|| {
-            ipcns::kernel::unshare_ipc().ok()?;
+            ipcns_oracle::kernel::unshare_ipc().ok()?;
             Some(f())
         });
         match h.join() {
@@ -219,7 +219,7 @@ pub fn same(what: &str, real: &Output, ours: &Output) {
 /// Runs `op` on the kernel and on the namespace and asserts the same
 /// result (value or errno).
 pub fn both<T: PartialEq + std::fmt::Debug>(ns: &Ns, what: &str, op: impl Fn(&dyn SysV) -> T) -> T {
-    let k = op(&ipcns::kernel::Host);
+    let k = op(&ipcns_oracle::kernel::Host);
     let n = op(&ns.caller());
     assert_eq!(k, n, "{what}: kernel (left) and ipcns (right) differ");
     k

@@ -17,8 +17,8 @@ use ipcns::abi::*;
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;
-use ipcns::sysv::{NsCaller, SysV};
 use ipcns::{CreateOptions, Cred, Errno};
+use ipcns_oracle::sysv::{NsCaller, SysV};
 use proptest::prelude::*;
 use std::io::{Read, Write};
 
@@ -464,7 +464,7 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
     let (mut r, mut w) = std::io::pipe().unwrap();
     let ops = ops.to_vec();
     let pid = support::fork_child(move || {
-        if ipcns::kernel::unshare_ipc().is_err() {
+        if ipcns_oracle::kernel::unshare_ipc().is_err() {
             return 3;
         }
         let root = std::process::id() as i32;
@@ -478,7 +478,7 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
                         root,
                         ops: user_pids.clone(),
                     };
-                    exec(&ipcns::kernel::Host, op, &mut ids, &pids)
+                    exec(&ipcns_oracle::kernel::Host, op, &mut ids, &pids)
                 }
                 Who::User(uid, gid) => {
                     // A grandchild drops to the user and runs the one operation.
@@ -494,7 +494,7 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
                         ops_pids[k] = me;
                         let mut ids = ids2;
                         let line = exec(
-                            &ipcns::kernel::Host,
+                            &ipcns_oracle::kernel::Host,
                             &op2,
                             &mut ids,
                             &Pids {

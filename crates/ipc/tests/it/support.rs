@@ -108,7 +108,7 @@ pub fn drop_to(uid: u32, gid: u32) -> Result<(), i32> {
 pub fn kernel_or_skip(test: &str) -> bool {
     use std::io::Write;
     let ok = fork_run(|| {
-        if ipcns::kernel::unshare_ipc().is_err() {
+        if ipcns_oracle::kernel::unshare_ipc().is_err() {
             return 1;
         }
         match fork_run(|| if drop_to(1000, 1000).is_ok() { 0 } else { 1 }) {
