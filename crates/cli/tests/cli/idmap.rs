@@ -169,7 +169,7 @@ fn write_into_a_new_namespace() {
         &["idmap", "write", &pid, "--uid-map", "-"],
         "0 100000 65536\n",
     );
-    let root = is_root();
+    let root = crate::kernel::is_root();
     if root {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let out = ipcns(&["idmap", "map", &pid, "--uid", "1000"], "");
@@ -184,14 +184,4 @@ fn write_into_a_new_namespace() {
     }
     let _ = child.kill();
     let _ = child.wait();
-}
-
-/// Whether we are root, read from /proc (no unsafe `geteuid` needed).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-        .unwrap_or(false)
 }

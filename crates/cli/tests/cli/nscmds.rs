@@ -163,6 +163,11 @@ fn ns_create_list_info_remove() {
     );
     let o = run(&["ns", "info", "bad/name"]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("ipcns: invalid namespace name \"bad/name\": "),
+        "{}",
+        text(&o.stderr)
+    );
     assert_eq!(text(&run(&["ns", "list"]).stdout), "default\n");
     let o = run(&["sysctl", "--ns", "default", "kernel.sem_next_id"]);
     assert_eq!(text(&o.stdout), "kernel.sem_next_id = -1\n");
