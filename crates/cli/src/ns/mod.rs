@@ -1,4 +1,4 @@
-//! `ipcns ns create|list|info|remove`; attaching to the namespace that
+//! `ipcns ns create|list|info|check|remove`; attaching to the namespace that
 //! the other namespace commands work on is in [`attach`].
 
 mod attach;
@@ -6,7 +6,7 @@ mod attach;
 use anyhow::{Context, bail};
 use ipcns::namespace::dir;
 use ipcns::sysv::{self, NsCaller};
-use ipcns::{CreateOptions, Namespace, abi};
+use ipcns::{Census, CreateOptions, Namespace, abi};
 use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -16,8 +16,11 @@ pub const USAGE: &str = "\
 usage: ipcns ns create NAME [--extend] [--mode OCTAL]
        ipcns ns list
        ipcns ns info [NAME]
+       ipcns ns check [NAME]
        ipcns ns remove NAME
-Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).";
+Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).
+Without NAME, info and check work on the namespace of --ns, $IPCNS, else default.
+check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
 
 pub use attach::{attach, take_ns_option};
 use attach::{check_dir, open, valid_name};
@@ -51,6 +54,13 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
                 None => attach(ns_name)?,
             };
             crate::print_out(&info(&ns)?)
+        }
+        "check" => {
+            let ns = match one_name(&mut p, false)? {
+                Some(n) => open(&n)?,
+                None => attach(ns_name)?,
+            };
+            check(&ns)
         }
         "remove" => {
             let name = one_name(&mut p, true)?.unwrap_or_default();
@@ -109,6 +119,31 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     )
     .with_context(|| format!("{}", ns.arena().path().display()))?;
     crate::print_out(&format!("{}\n", ns.arena().path().display()))
+}
+
+/// `ns check`: the census, or each problem on its own line and exit 1.
+fn check(ns: &Namespace) -> anyhow::Result<ExitCode> {
+    match problems(ns) {
+        Ok(c) => crate::print_out(&format!(
+            "ok: {} semaphore sets, {} queues, {} segments\n",
+            c.sem, c.msg, c.shm
+        )),
+        Err(problems) => {
+            let mut out = String::new();
+            for p in problems {
+                out.push_str(&p);
+                out.push('\n');
+            }
+            crate::print_out(&out)?;
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The namespace's consistency check: what it holds, or every problem
+/// found (today the library stops at the first one).
+fn problems(ns: &Namespace) -> Result<Census, Vec<String>> {
+    ns.check().map_err(|p| vec![p])
 }
 
 /// The text of `ns info`.

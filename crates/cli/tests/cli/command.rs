@@ -341,6 +341,8 @@ fn missing_directory_and_bad_names_are_named() {
         &["ns", "list"],
         &["ns", "info"],
         &["ns", "info", "x"],
+        &["ns", "check"],
+        &["ns", "check", "x"],
         &["ns", "create", "x"],
         &["ns", "remove", "x"],
     ] {

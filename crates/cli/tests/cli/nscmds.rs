@@ -173,3 +173,50 @@ fn ns_create_list_info_remove() {
     assert_eq!(text(&o.stdout), "kernel.sem_next_id = -1\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ns check`: the census when the namespace is consistent, each problem
+/// and exit 1 when it is not.
+#[test]
+fn ns_check_reports_the_census_or_the_problems() {
+    let d = crate::TempDir::new("check");
+    let o = d.run(&["ipcmk", "-Q", "-S", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        d.run(&["ipcmk", "--ns", "other", "-M", "4096"])
+            .status
+            .success()
+    );
+    let o = d.run(&["ns", "check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 1 semaphore sets, 1 queues, 0 segments\n"
+    );
+    let o = d.run(&["ns", "check", "other"]);
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 0 semaphore sets, 0 queues, 1 segments\n"
+    );
+    let o = d.run(&["--ns", "other", "ns", "check"]);
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 0 semaphore sets, 0 queues, 1 segments\n"
+    );
+    // Break a counter: the queue registry says 5 queues, there is 1.
+    let ns = ipcns::Namespace::open_at(&d.path().join("ipcns.default")).unwrap();
+    let msg = &ns.arena().header().registries[ipcns::arena::layout::Mech::Msg as usize];
+    msg.in_use.store(5, std::sync::atomic::Ordering::Relaxed);
+    let o = d.run(&["ns", "check", "default"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stdout), "msg: in_use is 5, the objects say 1\n");
+    assert_eq!(text(&o.stderr), "");
+    msg.in_use.store(1, std::sync::atomic::Ordering::Relaxed);
+    assert!(d.run(&["ns", "check"]).status.success());
+    let o = d.run(&["ns", "check", "nosuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("no such namespace"),
+        "{}",
+        text(&o.stderr)
+    );
+}
