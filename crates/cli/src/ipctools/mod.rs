@@ -18,6 +18,8 @@ mod ipcs;
 mod rows;
 mod size;
 
+pub use host::user_name;
+
 use ipcns::sysv::{NsCaller, SysV};
 use std::ffi::OsString;
 use std::io::Write;

@@ -2,6 +2,7 @@
 //! the other namespace commands work on is in [`attach`].
 
 mod attach;
+mod list;
 
 use anyhow::{Context, bail};
 use ipcns::namespace::dir;
@@ -19,7 +20,8 @@ usage: ipcns ns create NAME [--extend] [--mode OCTAL]
        ipcns ns check [NAME]
        ipcns ns remove NAME
 Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).
-Without NAME, info and check work on the namespace of --ns, $IPCNS, else default.
+list shows each one's owner, mode, size in bytes and name.
+Without NAME, info and check work on the namespace of --ns, $IPCNS, else default;
 check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
 
 pub use attach::{attach, take_ns_option};
@@ -40,13 +42,8 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
                 return Err(a.unexpected().into());
             }
             check_dir()?;
-            let names = Namespace::list().with_context(|| format!("{}", dir().display()))?;
-            let mut out = String::new();
-            for n in names {
-                out.push_str(&n);
-                out.push('\n');
-            }
-            crate::print_out(&out)
+            let text = list::text().with_context(|| format!("{}", dir().display()))?;
+            crate::print_out(&text)
         }
         "info" => {
             let ns = match one_name(&mut p, false)? {
