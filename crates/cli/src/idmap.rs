@@ -2,7 +2,7 @@
 
 use anyhow::{Context, anyhow, bail};
 use ipcns_idmap::proc::{IdKind, Pid, Setgroups, read_map, write_maps};
-use ipcns_idmap::{ExceptLayout, IdMap, MAX_INLINE_EXTENTS, OVERFLOW_ID};
+use ipcns_idmap::{ExceptLayout, IdMap, MAX_INLINE_EXTENTS, MAX_WRITE, OVERFLOW_ID};
 use lexopt::prelude::*;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -64,22 +64,40 @@ fn one_pid(p: &mut lexopt::Parser) -> anyhow::Result<Pid> {
     }
 }
 
-/// Reads map text from a file, or standard input for `-`.
+/// How much of a map is read: what the kernel would take, and a byte
+/// more. A write to uid_map of 4096 bytes or more is EINVAL
+/// (kernel/user_namespace.c `map_write`), so reading on could only make
+/// the parser's same refusal slower, or endless (`/dev/zero`).
+const READ_LIMIT: u64 = MAX_WRITE as u64 + 2;
+
+/// Reads map text (at most [`READ_LIMIT`] bytes) from a file, or standard
+/// input for `-`.
 fn read_text(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut v = Vec::new();
     if path == Path::new("-") {
-        let mut v = Vec::new();
         std::io::stdin()
+            .lock()
+            .take(READ_LIMIT)
             .read_to_end(&mut v)
             .context("read standard input")?;
-        Ok(v)
     } else {
-        std::fs::read(path).with_context(|| format!("read {}", path.display()))
+        std::fs::File::open(path)
+            .and_then(|f| f.take(READ_LIMIT).read_to_end(&mut v))
+            .with_context(|| format!("read {}", path.display()))?;
     }
+    Ok(v)
 }
 
 fn parse_map(path: &Path) -> anyhow::Result<IdMap> {
     let text = read_text(path)?;
-    IdMap::parse(&text).map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.errno))
+    IdMap::parse(&text).map_err(|e| {
+        let unread = if text.len() as u64 == READ_LIMIT {
+            " (the rest was not read)"
+        } else {
+            ""
+        };
+        anyhow!("{}: {}: {e}{unread}", path.display(), e.errno)
+    })
 }
 
 fn form(map: &IdMap) -> String {
