@@ -1,69 +1,50 @@
 //! The `ipcns` command: argument parsing and error reporting only; the work is
 //! done by the libraries and the modules below.
 
+mod args;
 mod bench;
+mod help;
 mod idmap;
 mod ipctools;
 mod ns;
 mod procfs;
 mod sysctl;
 
+use std::ffi::OsString;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: ipcns COMMAND [ARGS]
-
-commands:
-  idmap show PID                      both id maps of a process, with how Linux looks them up
-  idmap check FILE|- [--parent FILE]  validate a map as the kernel's map_write would
-  idmap split FILE|- --parent FILE    cut extents at the parent map's boundaries so it can be written
-  idmap map PID --uid N | --gid N     translate an id both ways through a process's map
-  idmap except --count N --host-base H [--first F] [--keep ID,ID,...]
-                                      print an \"everything except\" map, ready to write
-  idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
-                                      write maps to a process in a new user namespace
-  bench idmap|rseq|semget [--json]    benchmarks: ipcns beside its baselines, in one run
-
-IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):
-  ipcs [-m|-q|-s|-a] [-t|-p|-c|-l|-u] [--human|-b] [-i ID]
-                                      util-linux's ipcs on the namespace
-  ipcmk [-M SIZE] [-Q] [-S NSEMS] [-p PERMS]
-                                      util-linux's ipcmk
-  ipcrm [-m|-q|-s ID] [-M|-Q|-S KEY] [-a[=shm|msg|sem]] [-v]; ipcrm shm|msg|sem ID...
-                                      util-linux's ipcrm
-  sysctl [-n] [NAME[=VALUE]]...       the namespace's kernel.* limits and *_next_id
-  proc sem|msg|shm                    the namespace's /proc/sysvipc text
-  ns create NAME [--extend] [--mode OCTAL]
-  ns list | ns info [NAME] | ns remove NAME
-                                      namespaces (arena files in $IPCNS_DIR or /dev/shm)
-";
-
 fn main() -> ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = if args.is_empty() {
+        OsString::new()
+    } else {
+        args.remove(0)
+    };
     // Called as ipcs, ipcmk or ipcrm (a link to this binary): that tool.
-    let argv0 = std::env::args().next().unwrap_or_default();
-    let base = argv0.rsplit('/').next().unwrap_or_default();
-    if ipctools::Which::from_name(base).is_some() {
-        args.insert(0, base.to_string());
+    if let Some(base) = Path::new(&argv0).file_name().and_then(|b| b.to_str())
+        && ipctools::Which::from_name(base).is_some()
+    {
+        args.insert(0, base.into());
     }
     match run(&args) {
         Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            if is_broken_pipe(&e) {
-                return ExitCode::SUCCESS;
-            }
-            let _ = writeln!(io::stderr(), "ipcns: {e:#}");
+            let _ = writeln!(io::stderr(), "ipcns: {}", message(&e));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     // `ipcns --ns NAME COMMAND ...` is `ipcns COMMAND --ns NAME ...`.
-    let global = match args.first().map(String::as_str) {
-        Some("--ns") if args.len() >= 3 => Some((&args[..2], &args[2..])),
-        Some(a) if a.starts_with("--ns=") && args.len() >= 2 => Some((&args[..1], &args[1..])),
+    let first = args.first().map(|a| a.as_bytes());
+    let global = match first {
+        Some(b"--ns") if args.len() >= 3 => Some((&args[..2], &args[2..])),
+        Some(a) if a.starts_with(b"--ns=") && args.len() >= 2 => Some((&args[..1], &args[1..])),
         _ => None,
     };
     if let Some((opt, rest)) = global {
@@ -72,28 +53,47 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         moved.extend_from_slice(&rest[1..]);
         return run(&moved);
     }
-    match args.first().map(String::as_str) {
-        Some("idmap") => idmap::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]).map(|()| ExitCode::SUCCESS),
-        Some(cmd @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns")) => {
-            let (name, rest) = ns::take_ns_option(&args[1..])?;
-            if cmd == "ns" {
-                return ns::run(&name, &rest);
-            }
-            let ns = ns::attach(&name)?;
-            match ipctools::Which::from_name(cmd) {
-                Some(which) => ipctools::run(which, &ns, &rest),
-                None if cmd == "sysctl" => sysctl::run(&ns, &rest),
-                None => procfs::run(&ns, &rest),
+    let Some((cmd, rest)) = args.split_first() else {
+        anyhow::bail!("no command given\n{}", help::USAGE);
+    };
+    match cmd.to_string_lossy().as_ref() {
+        "idmap" => idmap::run(rest),
+        "bench" => bench::run(&args::all_utf8("bench", rest)?),
+        name @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns") => {
+            let (ns_name, rest) = ns::take_ns_option(rest)?;
+            match name {
+                "ns" => ns::run(&ns_name, &rest),
+                "sysctl" => sysctl::run(&ns_name, &args::all_utf8(name, &rest)?),
+                "proc" => procfs::run(&ns_name, &args::all_utf8(name, &rest)?),
+                tool => {
+                    let which = ipctools::Which::from_name(tool).expect("one of the three tools");
+                    ipctools::run(which, &ns_name, &rest)
+                }
             }
         }
-        Some("-h" | "--help" | "help") => {
-            print!("{USAGE}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => anyhow::bail!("unknown command {other:?}\n{USAGE}"),
-        None => anyhow::bail!("no command given\n{USAGE}"),
+        "-V" | "--version" => print_out(&format!("ipcns {}\n", env!("CARGO_PKG_VERSION"))),
+        "-h" | "--help" => print_out(help::USAGE),
+        "help" => print_out(&help::text(rest)?),
+        _ => anyhow::bail!("unknown command {cmd:?} ('ipcns help' lists them)"),
     }
+}
+
+/// The error and its causes, each said once: anyhow's `{:#}` would repeat
+/// a source that the message above it already includes (an
+/// `ArenaError::Io` prints its `io::Error` as part of its own text).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
 }
 
 /// Writes `text` to standard output (a broken pipe surfaces as an error
@@ -110,4 +110,33 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+    use anyhow::Context;
+
+    #[test]
+    fn a_source_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = Err::<(), _>(ipcns::ArenaError::Io {
+            path: "/x/ipcns.a".into(),
+            source: io,
+        })
+        .context("namespace a")
+        .unwrap_err();
+        assert_eq!(
+            message(&e),
+            "namespace a: /x/ipcns.a: Permission denied (os error 13)"
+        );
+        // A cause that adds something is kept.
+        let e = Err::<(), _>(std::io::Error::from_raw_os_error(libc::ENOENT))
+            .context("read map")
+            .unwrap_err();
+        assert_eq!(
+            message(&e),
+            "read map: No such file or directory (os error 2)"
+        );
+    }
 }

@@ -2,10 +2,18 @@
 
 use anyhow::bail;
 use ipcns::Mech;
-use ipcns::Namespace;
 use std::process::ExitCode;
 
-pub fn run(ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {
+pub const USAGE: &str = "\
+usage: ipcns proc sem|msg|shm
+The namespace's /proc/sysvipc/sem, msg or shm text, column for column as Linux prints it.";
+
+/// Runs `proc ARGS` on namespace `ns_name`, attached once the argument is
+/// read.
+pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return crate::print_out(&format!("{USAGE}\n"));
+    }
     let m = match args {
         [one] => match one.as_str() {
             "sem" => Mech::Sem,
@@ -13,8 +21,9 @@ pub fn run(ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {
             "shm" => Mech::Shm,
             other => bail!("proc: {other:?} is not sem, msg or shm"),
         },
-        _ => bail!("usage: ipcns proc sem|msg|shm"),
+        _ => bail!("{USAGE}"),
     };
+    let ns = crate::ns::attach(ns_name)?;
     let text = ns.proc_text(&*ns.cred()?, m)?;
     crate::print_out(&text)
 }

@@ -3,11 +3,11 @@
 //! (ipc/ipc_sysctl.c) applied by the library.
 
 use anyhow::bail;
-use ipcns::{Errno, Namespace, SYSCTLS};
+use ipcns::{Errno, SYSCTLS};
 use std::io::Write;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
+pub const USAGE: &str = "\
 usage: ipcns sysctl [-n] [-a] [NAME[=VALUE]]...
 NAME is kernel.X or X, X one of: auto_msgmni msg_next_id msgmax msgmnb msgmni
 sem sem_next_id shm_next_id shm_rmid_forced shmall shmmax shmmni";
@@ -24,17 +24,16 @@ fn errno_text(e: Errno) -> String {
     format!("{}: {}", e.name(), crate::ipctools::strerror(e.raw()))
 }
 
-pub fn run(ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {
+/// Runs `sysctl ARGS` on namespace `ns_name`, attached only once the
+/// options are read.
+pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
     let mut values_only = false;
     let mut items = Vec::new();
     for a in args {
         match a.as_str() {
             "-n" | "--values" => values_only = true,
             "-a" | "--all" | "-w" | "--write" => {}
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
+            "-h" | "--help" => return crate::print_out(&format!("{USAGE}\n")),
             s if s.starts_with('-') && s.len() > 1 && !s.contains('=') => {
                 bail!("sysctl: unknown option {s:?}\n{USAGE}")
             }
@@ -44,6 +43,7 @@ pub fn run(ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {
     if items.is_empty() {
         items = SYSCTLS.iter().map(|n| format!("kernel.{n}")).collect();
     }
+    let ns = crate::ns::attach(ns_name)?;
     let cred = ns.cred()?;
     let mut out = String::new();
     let mut failed = false;

@@ -40,6 +40,7 @@ not_loom! {
     mod sysctl;
     mod time;
 
+    pub use arena::header::MAGIC as ARENA_MAGIC;
     pub use arena::layout::Mech;
     pub use arena::{ArenaError, CreateOptions};
     pub use check::Census;

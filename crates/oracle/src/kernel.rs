@@ -26,8 +26,8 @@
 use crate::scratch::{self, Window};
 use crate::sysv::SysV;
 use core::marker::PhantomData;
-use ipcns::abi::*;
 use ipcns::Mech;
+use ipcns::abi::*;
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;

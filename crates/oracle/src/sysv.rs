@@ -3,8 +3,8 @@
 //! caller's credentials ([`NsCaller`]). The differential tests, the
 //! benchmarks and the ipcs family drive both through it.
 
-use ipcns::abi::{msginfo, msqid64_ds, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64};
 use ipcns::Mech;
+use ipcns::abi::{msginfo, msqid64_ds, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64};
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;

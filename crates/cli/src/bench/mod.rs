@@ -9,18 +9,30 @@ pub mod stats;
 mod sys;
 
 use anyhow::{Context, bail};
+use std::process::ExitCode;
 
-pub fn run(args: &[String]) -> anyhow::Result<()> {
+pub const USAGE: &str = "\
+usage: ipcns bench idmap|rseq|semget [--json]
+  idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
+          and the host kernel's own cost (root only)
+  rseq    per-cpu increments and cpu number reads: rseq beside atomics
+  semget  semget creation and lookup: ipcns beside the kernel
+--json prints the results as JSON.";
+
+pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return crate::print_out(&format!("{USAGE}\n"));
+    }
     let Some(what) = args.first() else {
-        bail!("usage: ipcns bench idmap|rseq|semget [--json]");
+        bail!("{USAGE}");
     };
     // Hidden: the child half of the kernel measurement, run inside a fresh
     // user namespace by `bench idmap` itself.
     if what == idmap::KERNEL_CHILD {
-        return idmap::kernel_child(&args[1..]);
+        return idmap::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
     if what == semget::KERNEL_CHILD {
-        return semget::kernel_child(&args[1..]);
+        return semget::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
     let mut json = false;
     for a in &args[1..] {
@@ -34,5 +46,6 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
         other => bail!("bench: unknown benchmark {other:?} (expected idmap, rseq or semget)"),
-    }
+    }?;
+    Ok(ExitCode::SUCCESS)
 }

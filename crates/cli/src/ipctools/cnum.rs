@@ -18,8 +18,7 @@ fn is_c_space(b: u8) -> bool {
 
 /// The sign, magnitude (saturated past u64), digits' end, and overflow of
 /// glibc's `____strtoul_l_internal`.
-fn scan(s: &str, base: u32) -> (bool, u128, usize, bool) {
-    let b = s.as_bytes();
+fn scan(b: &[u8], base: u32) -> (bool, u128, usize, bool) {
     let mut i = 0;
     while i < b.len() && is_c_space(b[i]) {
         i += 1;
@@ -61,7 +60,7 @@ fn scan(s: &str, base: u32) -> (bool, u128, usize, bool) {
 }
 
 /// `strtoul(s, &end, base)` (64-bit `unsigned long`).
-pub fn strtoul(s: &str, base: u32) -> Strto<u64> {
+pub fn strtoul(s: &[u8], base: u32) -> Strto<u64> {
     let (neg, mag, end, over) = scan(s, base);
     if over {
         return Strto {
@@ -79,7 +78,7 @@ pub fn strtoul(s: &str, base: u32) -> Strto<u64> {
 }
 
 /// `strtoimax(s, &end, base)`.
-pub fn strtoimax(s: &str, base: u32) -> Strto<i64> {
+pub fn strtoimax(s: &[u8], base: u32) -> Strto<i64> {
     let (neg, mag, end, over) = scan(s, base);
     let limit = if neg { 1u128 << 63 } else { (1u128 << 63) - 1 };
     if over || mag > limit {
@@ -112,7 +111,7 @@ pub enum NumError {
 
 /// `strtos32_or_err` without the exit: lib/strutils.c `strtos64_or_err`
 /// (base 10, the whole string) narrowed to 32 bits with ERANGE.
-pub fn strtos32(s: &str) -> Result<i32, NumError> {
+pub fn strtos32(s: &[u8]) -> Result<i32, NumError> {
     if s.is_empty() {
         return Err(NumError::Invalid);
     }
@@ -139,10 +138,9 @@ fn scale(x: u64, base: u64, power: u32) -> Result<u64, NumError> {
 /// suffix K, M, G, T, P, E, Z, Y (or lower case; powers of 1024), `KiB`
 /// (1024) or `KB` (1000), and an optional decimal fraction before it
 /// (`1.5M`).
-pub fn parse_size(s: &str) -> Result<u64, NumError> {
+pub fn parse_size(b: &[u8]) -> Result<u64, NumError> {
     const SUF: &[u8] = b"KMGTPEZY";
     const SUF2: &[u8] = b"kmgtpezy";
-    let b = s.as_bytes();
     if b.is_empty() {
         return Err(NumError::Invalid);
     }
@@ -150,7 +148,7 @@ pub fn parse_size(s: &str) -> Result<u64, NumError> {
     if b.get(first) == Some(&b'-') {
         return Err(NumError::Invalid);
     }
-    let r = strtoul(s, 0);
+    let r = strtoul(b, 0);
     if r.end == 0 {
         return Err(NumError::Invalid);
     }
@@ -180,7 +178,7 @@ pub fn parse_size(s: &str) -> Result<u64, NumError> {
                     p += 1;
                 }
                 if b.get(p).is_some_and(u8::is_ascii_digit) {
-                    let f = strtoul(&s[p..], 0);
+                    let f = strtoul(&b[p..], 0);
                     if f.end == 0 {
                         return Err(NumError::Invalid);
                     }
@@ -246,44 +244,44 @@ mod tests {
 
     #[test]
     fn strto_like_glibc() {
-        assert_eq!(strtoul(" -1", 0).value, u64::MAX);
-        assert_eq!(strtoul("0x1f", 0).value, 31);
-        assert_eq!(strtoul("010", 0).value, 8);
-        assert_eq!(strtoul("0x", 0).end, 1);
-        assert_eq!(strtoul("zz", 0).end, 0);
-        assert!(strtoul("99999999999999999999", 10).erange);
-        assert_eq!(strtoimax("-9223372036854775808", 10).value, i64::MIN);
-        assert!(strtoimax("9223372036854775808", 10).erange);
-        assert_eq!(strtoul("9", 8).end, 0);
+        assert_eq!(strtoul(b" -1", 0).value, u64::MAX);
+        assert_eq!(strtoul(b"0x1f", 0).value, 31);
+        assert_eq!(strtoul(b"010", 0).value, 8);
+        assert_eq!(strtoul(b"0x", 0).end, 1);
+        assert_eq!(strtoul(b"zz", 0).end, 0);
+        assert!(strtoul(b"99999999999999999999", 10).erange);
+        assert_eq!(strtoimax(b"-9223372036854775808", 10).value, i64::MIN);
+        assert!(strtoimax(b"9223372036854775808", 10).erange);
+        assert_eq!(strtoul(b"9", 8).end, 0);
     }
 
     #[test]
     fn strtos32_rules() {
-        assert_eq!(strtos32("-5"), Ok(-5));
-        assert_eq!(strtos32("zz"), Err(NumError::Invalid));
-        assert_eq!(strtos32("0x10"), Err(NumError::Invalid));
-        assert_eq!(strtos32(""), Err(NumError::Invalid));
-        assert_eq!(strtos32("99999999999"), Err(NumError::Errno(libc::ERANGE)));
+        assert_eq!(strtos32(b"-5"), Ok(-5));
+        assert_eq!(strtos32(b"zz"), Err(NumError::Invalid));
+        assert_eq!(strtos32(b"0x10"), Err(NumError::Invalid));
+        assert_eq!(strtos32(b""), Err(NumError::Invalid));
+        assert_eq!(strtos32(b"99999999999"), Err(NumError::Errno(libc::ERANGE)));
     }
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size(" 5"), Ok(5));
-        assert_eq!(parse_size("1K"), Ok(1024));
-        assert_eq!(parse_size("1KiB"), Ok(1024));
-        assert_eq!(parse_size("1KB"), Ok(1000));
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_size("1.5K"), Ok(1536));
+        assert_eq!(parse_size(b"4096"), Ok(4096));
+        assert_eq!(parse_size(b" 5"), Ok(5));
+        assert_eq!(parse_size(b"1K"), Ok(1024));
+        assert_eq!(parse_size(b"1KiB"), Ok(1024));
+        assert_eq!(parse_size(b"1KB"), Ok(1000));
+        assert_eq!(parse_size(b"1M"), Ok(1 << 20));
+        assert_eq!(parse_size(b"1.5K"), Ok(1536));
         // util-linux's digit-by-digit fraction loses the last byte here.
-        assert_eq!(parse_size("0.25G"), Ok((1 << 28) - 1));
-        assert_eq!(parse_size("0.05M"), Ok(52428));
-        assert_eq!(parse_size("1.005K"), Ok(1029));
-        assert_eq!(parse_size("0x10"), Ok(16));
-        assert_eq!(parse_size("5 "), Err(NumError::Invalid));
-        assert_eq!(parse_size("1Q"), Err(NumError::Invalid));
-        assert_eq!(parse_size("-1"), Err(NumError::Invalid));
-        assert_eq!(parse_size("abc"), Err(NumError::Invalid));
-        assert_eq!(parse_size("20E"), Err(NumError::Errno(libc::ERANGE)));
+        assert_eq!(parse_size(b"0.25G"), Ok((1 << 28) - 1));
+        assert_eq!(parse_size(b"0.05M"), Ok(52428));
+        assert_eq!(parse_size(b"1.005K"), Ok(1029));
+        assert_eq!(parse_size(b"0x10"), Ok(16));
+        assert_eq!(parse_size(b"5 "), Err(NumError::Invalid));
+        assert_eq!(parse_size(b"1Q"), Err(NumError::Invalid));
+        assert_eq!(parse_size(b"-1"), Err(NumError::Invalid));
+        assert_eq!(parse_size(b"abc"), Err(NumError::Invalid));
+        assert_eq!(parse_size(b"20E"), Err(NumError::Errno(libc::ERANGE)));
     }
 }

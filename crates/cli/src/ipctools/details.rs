@@ -28,7 +28,7 @@ fn long_time(out: &mut Vec<u8>, label: &str, t: i64, not_set: bool) {
 
 pub fn print_shm(t: &mut Tool, sys: &dyn SysV, id: i32, unit: Unit) {
     let Some(s) = rows::shm_by_id(sys, id) else {
-        t.warnx(&format!("id {id} not found"));
+        t.warnx(format!("id {id} not found"));
         return;
     };
     let out = &mut t.out;
@@ -64,7 +64,7 @@ pub fn print_shm(t: &mut Tool, sys: &dyn SysV, id: i32, unit: Unit) {
 
 pub fn print_msg(t: &mut Tool, sys: &dyn SysV, id: i32, unit: Unit) {
     let Some(m) = rows::msg_by_id(sys, id) else {
-        t.warnx(&format!("id {id} not found"));
+        t.warnx(format!("id {id} not found"));
         return;
     };
     let out = &mut t.out;
@@ -109,7 +109,7 @@ pub fn print_msg(t: &mut Tool, sys: &dyn SysV, id: i32, unit: Unit) {
 
 pub fn print_sem(t: &mut Tool, sys: &dyn SysV, id: i32) -> Result<(), Exit> {
     let Some(s) = rows::sem_by_id(sys, id) else {
-        t.warnx(&format!("id {id} not found"));
+        t.warnx(format!("id {id} not found"));
         return Ok(());
     };
     // get_sem_elements: four semctl calls per semaphore, fatal on error.
@@ -127,7 +127,7 @@ pub fn print_sem(t: &mut Tool, sys: &dyn SysV, id: i32) -> Result<(), Exit> {
         {
             e[k] = sys
                 .semctl(id, i as i32, cmd, ipcns::sem::SemArg::None)
-                .map_err(|errno| t.err(errno.raw(), &format!("{name} failed")))?;
+                .map_err(|errno| t.err(errno.raw(), format!("{name} failed")))?;
         }
         elems.push(e);
     }

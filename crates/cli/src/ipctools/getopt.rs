@@ -25,47 +25,61 @@ pub struct Long {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Item {
     /// An option and its argument.
-    Opt(u32, Option<String>),
+    Opt(u32, Option<Vec<u8>>),
     /// getopt printed this message and returned `'?'`.
-    Bad(String),
+    Bad(Vec<u8>),
 }
 
 /// Every option up to and including the first error, and the non-option
 /// arguments (`argv[optind..]` after permutation), in order.
 pub struct Parsed {
     pub items: Vec<Item>,
-    pub operands: Vec<String>,
+    pub operands: Vec<Vec<u8>>,
 }
 
-fn short_kind(shorts: &str, c: char) -> Option<HasArg> {
-    if c == ':' {
+/// `strchr(optstring, c)`: whether short option `c` exists and what it takes.
+fn short_kind(shorts: &[u8], c: u8) -> Option<HasArg> {
+    if c == b':' {
         return None;
     }
-    let i = shorts.find(c)?;
-    let rest = &shorts[i + c.len_utf8()..];
-    Some(if rest.starts_with("::") {
+    let i = shorts.iter().position(|&s| s == c)?;
+    let rest = &shorts[i + 1..];
+    Some(if rest.starts_with(b"::") {
         HasArg::Optional
-    } else if rest.starts_with(':') {
+    } else if rest.starts_with(b":") {
         HasArg::Required
     } else {
         HasArg::No
     })
 }
 
-/// Parses `args` (without the program name) as `getopt_long(argc, argv,
-/// shorts, longs)` would, `prog` naming the program in messages.
-pub fn parse(prog: &str, args: &[String], shorts: &str, longs: &[Long]) -> Parsed {
+/// A getopt message: `prog`, then the parts (bytes of the arguments as
+/// given: glibc prints them with `%s` and `%c`).
+fn msg(prog: &str, parts: &[&[u8]]) -> Item {
+    let mut m = format!("{prog}: ").into_bytes();
+    for p in parts {
+        m.extend_from_slice(p);
+    }
+    m.push(b'\n');
+    Item::Bad(m)
+}
+
+/// Parses `args` (without the program name, as the bytes the program got)
+/// as `getopt_long(argc, argv, shorts, longs)` would, `prog` naming the
+/// program in messages.
+pub fn parse(prog: &str, args: &[Vec<u8>], shorts: &str, longs: &[Long]) -> Parsed {
+    let shorts = shorts.as_bytes();
     let mut items = Vec::new();
     let mut operands = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
         i += 1;
-        if a == "--" {
+        if a == b"--" {
             operands.extend(args[i..].iter().cloned());
             break;
         }
-        if let Some(body) = a.strip_prefix("--") {
+        if let Some(body) = a.strip_prefix(b"--") {
             let item = long(prog, body, longs, args, &mut i);
             let bad = matches!(item, Item::Bad(_));
             items.push(item);
@@ -74,37 +88,41 @@ pub fn parse(prog: &str, args: &[String], shorts: &str, longs: &[Long]) -> Parse
             }
             continue;
         }
-        if a.len() < 2 || !a.starts_with('-') {
+        if a.len() < 2 || a[0] != b'-' {
             operands.push(a.clone());
             continue;
         }
-        // A cluster of short options.
-        let cluster: Vec<char> = a[1..].chars().collect();
+        // A cluster of short options, byte by byte as glibc reads it.
+        let cluster = &a[1..];
         let mut k = 0;
         while k < cluster.len() {
             let c = cluster[k];
             k += 1;
-            let rest: String = cluster[k..].iter().collect();
+            let rest = &cluster[k..];
             match short_kind(shorts, c) {
                 None => {
-                    items.push(Item::Bad(format!("{prog}: invalid option -- '{c}'\n")));
+                    items.push(msg(prog, &[b"invalid option -- '", &[c], b"'"]));
                     return Parsed { items, operands };
                 }
-                Some(HasArg::No) => items.push(Item::Opt(c as u32, None)),
+                Some(HasArg::No) => items.push(Item::Opt(u32::from(c), None)),
                 Some(HasArg::Optional) => {
-                    items.push(Item::Opt(c as u32, (!rest.is_empty()).then_some(rest)));
+                    items.push(Item::Opt(
+                        u32::from(c),
+                        (!rest.is_empty()).then(|| rest.to_vec()),
+                    ));
                     break;
                 }
                 Some(HasArg::Required) => {
                     if !rest.is_empty() {
-                        items.push(Item::Opt(c as u32, Some(rest)));
+                        items.push(Item::Opt(u32::from(c), Some(rest.to_vec())));
                     } else if i < args.len() {
-                        items.push(Item::Opt(c as u32, Some(args[i].clone())));
+                        items.push(Item::Opt(u32::from(c), Some(args[i].clone())));
                         i += 1;
                     } else {
-                        items.push(Item::Bad(format!(
-                            "{prog}: option requires an argument -- '{c}'\n"
-                        )));
+                        items.push(msg(
+                            prog,
+                            &[b"option requires an argument -- '", &[c], b"'"],
+                        ));
                         return Parsed { items, operands };
                     }
                     break;
@@ -117,17 +135,20 @@ pub fn parse(prog: &str, args: &[String], shorts: &str, longs: &[Long]) -> Parse
 
 /// `process_long_option`: exact match, else a unique prefix (or several
 /// entries that all return the same thing), else ambiguous.
-fn long(prog: &str, body: &str, longs: &[Long], args: &[String], i: &mut usize) -> Item {
-    let (name, value) = match body.split_once('=') {
-        Some((n, v)) => (n, Some(v.to_string())),
+fn long(prog: &str, body: &[u8], longs: &[Long], args: &[Vec<u8>], i: &mut usize) -> Item {
+    let (name, value) = match body.iter().position(|&b| b == b'=') {
+        Some(eq) => (&body[..eq], Some(body[eq + 1..].to_vec())),
         None => (body, None),
     };
-    let found = match longs.iter().find(|l| l.name == name) {
+    let found = match longs.iter().find(|l| l.name.as_bytes() == name) {
         Some(l) => l,
         None => {
-            let cands: Vec<&Long> = longs.iter().filter(|l| l.name.starts_with(name)).collect();
+            let cands: Vec<&Long> = longs
+                .iter()
+                .filter(|l| l.name.as_bytes().starts_with(name))
+                .collect();
             match cands.as_slice() {
-                [] => return Item::Bad(format!("{prog}: unrecognized option '--{body}'\n")),
+                [] => return msg(prog, &[b"unrecognized option '--", body, b"'"]),
                 [one] => *one,
                 [first, rest @ ..] => {
                     if rest
@@ -136,23 +157,24 @@ fn long(prog: &str, body: &str, longs: &[Long], args: &[String], i: &mut usize) 
                     {
                         *first
                     } else {
-                        let mut m =
-                            format!("{prog}: option '--{body}' is ambiguous; possibilities:");
+                        let mut m = format!("{prog}: option '--").into_bytes();
+                        m.extend_from_slice(body);
+                        m.extend_from_slice(b"' is ambiguous; possibilities:");
                         for l in &cands {
-                            m.push_str(&format!(" '--{}'", l.name));
+                            m.extend_from_slice(format!(" '--{}'", l.name).as_bytes());
                         }
-                        m.push('\n');
+                        m.push(b'\n');
                         return Item::Bad(m);
                     }
                 }
             }
         }
     };
+    let name = found.name.as_bytes();
     match found.has_arg {
-        HasArg::No if value.is_some() => Item::Bad(format!(
-            "{prog}: option '--{}' doesn't allow an argument\n",
-            found.name
-        )),
+        HasArg::No if value.is_some() => {
+            msg(prog, &[b"option '--", name, b"' doesn't allow an argument"])
+        }
         HasArg::No => Item::Opt(found.val, None),
         HasArg::Optional => Item::Opt(found.val, value),
         HasArg::Required => match value {
@@ -161,10 +183,7 @@ fn long(prog: &str, body: &str, longs: &[Long], args: &[String], i: &mut usize) 
                 *i += 1;
                 Item::Opt(found.val, Some(args[*i - 1].clone()))
             }
-            None => Item::Bad(format!(
-                "{prog}: option '--{}' requires an argument\n",
-                found.name
-            )),
+            None => msg(prog, &[b"option '--", name, b"' requires an argument"]),
         },
     }
 }
@@ -197,7 +216,7 @@ mod tests {
     ];
 
     fn p(args: &[&str]) -> Parsed {
-        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let v: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
         parse("ipcrm", &v, "m:M:a::v", LONGS)
     }
 
@@ -217,19 +236,19 @@ mod tests {
             r.items,
             vec![
                 Item::Opt('v' as u32, None),
-                Item::Opt('m' as u32, Some("3".into())),
-                Item::Opt('a' as u32, Some("shm".into())),
+                Item::Opt('m' as u32, Some(b"3".to_vec())),
+                Item::Opt('a' as u32, Some(b"shm".to_vec())),
                 Item::Opt('a' as u32, None),
-                Item::Opt('m' as u32, Some("4".into())),
+                Item::Opt('m' as u32, Some(b"4".to_vec())),
             ]
         );
-        assert_eq!(r.operands, vec!["x", "-v"]);
+        assert_eq!(r.operands, vec![b"x".to_vec(), b"-v".to_vec()]);
     }
 
     #[test]
     fn glibc_messages() {
         let msg = |args: &[&str]| match p(args).items.pop() {
-            Some(Item::Bad(m)) => m,
+            Some(Item::Bad(m)) => String::from_utf8(m).unwrap(),
             other => panic!("{other:?}"),
         };
         assert_eq!(
@@ -247,5 +266,22 @@ mod tests {
         );
         assert_eq!(msg(&["-x"]), "ipcrm: invalid option -- 'x'\n");
         assert_eq!(msg(&["-m"]), "ipcrm: option requires an argument -- 'm'\n");
+    }
+
+    #[test]
+    fn bytes_as_given() {
+        let v = |a: &[&[u8]]| a.iter().map(|s| s.to_vec()).collect::<Vec<_>>();
+        // glibc reads a cluster byte by byte and quotes the one it refuses.
+        let r = parse("ipcrm", &v(&[b"-v\xc3\xa9"]), "m:M:a::v", LONGS);
+        assert_eq!(
+            r.items,
+            vec![
+                Item::Opt('v' as u32, None),
+                Item::Bad(b"ipcrm: invalid option -- '\xc3'\n".to_vec())
+            ]
+        );
+        let r = parse("ipcrm", &v(&[b"-m\xff", b"\xfe"]), "m:M:a::v", LONGS);
+        assert_eq!(r.items, vec![Item::Opt('m' as u32, Some(b"\xff".to_vec()))]);
+        assert_eq!(r.operands, vec![b"\xfe".to_vec()]);
     }
 }

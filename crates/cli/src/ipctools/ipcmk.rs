@@ -8,7 +8,7 @@ use ipcns::abi::IPC_CREAT;
 use ipcns_oracle::sysv::SysV;
 use std::io::{Read, Write};
 
-const USAGE: &str = "
+pub const USAGE: &str = "
 Usage:
  ipcmk [options]
 
@@ -78,37 +78,53 @@ fn random_key() -> i32 {
     i32::from_le_bytes(b)
 }
 
-pub fn main(t: &mut Tool, sys: &dyn SysV, args: &[String]) -> Result<(), Exit> {
-    let mut permission: i32 = 0o644;
-    let mut size: u64 = 0;
-    let mut nsems: i32 = 0;
-    let (mut ask_shm, mut ask_msg, mut ask_sem) = (false, false, false);
+/// What to make, read from the command line.
+pub struct Opts {
+    permission: i32,
+    /// `-M SIZE`.
+    shm: Option<u64>,
+    /// `-Q`.
+    msg: bool,
+    /// `-S NSEMS`.
+    sem: Option<i32>,
+}
+
+/// Reads the command line as ipcmk.c's `main` does before it makes
+/// anything. `Err` ends the tool there: help (on stdout) and `-V` with 0,
+/// a bad option or argument with its message and 1.
+pub fn parse(t: &mut Tool, args: &[Vec<u8>]) -> Result<Opts, Exit> {
+    let mut o = Opts {
+        permission: 0o644,
+        shm: None,
+        msg: false,
+        sem: None,
+    };
     let parsed = getopt::parse("ipcmk", args, "hM:QS:p:Vh", LONGS);
     for item in parsed.items {
         let (opt, arg) = match item {
             Item::Opt(o, a) => (o, a.unwrap_or_default()),
             Item::Bad(m) => {
-                let _ = std::io::stderr().write_all(m.as_bytes());
+                t.stderr(&m);
                 return Err(t.errtryhelp());
             }
         };
         match char::from_u32(opt).unwrap_or('\0') {
             'M' => {
                 // strtosize_or_err: parse_size sets errno for every failure.
-                size = cnum::parse_size(&arg).map_err(|e| {
+                let size = cnum::parse_size(&arg).map_err(|e| {
                     let e = match e {
                         cnum::NumError::Invalid => cnum::NumError::Errno(libc::EINVAL),
                         e => e,
                     };
                     t.num_err(e, "failed to parse size", &arg)
                 })?;
-                ask_shm = true;
+                o.shm = Some(size);
             }
-            'Q' => ask_msg = true,
+            'Q' => o.msg = true,
             'S' => {
-                nsems = cnum::strtos32(&arg)
+                let n = cnum::strtos32(&arg)
                     .map_err(|e| t.num_err(e, "failed to parse elements", &arg))?;
-                ask_sem = true;
+                o.sem = Some(n);
             }
             'p' => {
                 // strtoul(optarg, &end, 8), then `err` (errno may be 0).
@@ -117,33 +133,40 @@ pub fn main(t: &mut Tool, sys: &dyn SysV, args: &[String]) -> Result<(), Exit> {
                     let errno = if r.erange { libc::ERANGE } else { 0 };
                     return Err(t.err(errno, "failed to parse mode"));
                 }
-                permission = r.value as i32;
+                o.permission = r.value as i32;
             }
             'h' => {
                 t.out.extend_from_slice(USAGE.as_bytes());
-                return Ok(());
+                return Err(Exit(0));
             }
             'V' => return Err(t.version()),
             _ => return Err(t.errtryhelp()),
         }
     }
-    if !ask_shm && !ask_msg && !ask_sem {
+    if o.shm.is_none() && !o.msg && o.sem.is_none() {
         t.warnx("bad usage");
         return Err(t.errtryhelp());
     }
-    if ask_shm {
+    Ok(o)
+}
+
+/// Makes what `o` asks for: a segment, a queue, a set, in that order,
+/// stopping at the first failure.
+pub fn make(t: &mut Tool, sys: &dyn SysV, o: &Opts) -> Result<(), Exit> {
+    let permission = o.permission;
+    if let Some(size) = o.shm {
         let id = sys
             .shmget(random_key(), size, permission | IPC_CREAT)
             .map_err(|e| t.err(e.raw(), "create share memory failed"))?;
         let _ = writeln!(t.out, "Shared memory id: {id}");
     }
-    if ask_msg {
+    if o.msg {
         let id = sys
             .msgget(random_key(), permission | IPC_CREAT)
             .map_err(|e| t.err(e.raw(), "create message queue failed"))?;
         let _ = writeln!(t.out, "Message queue id: {id}");
     }
-    if ask_sem {
+    if let Some(nsems) = o.sem {
         let id = sys
             .semget(random_key(), nsems, permission | IPC_CREAT)
             .map_err(|e| t.err(e.raw(), "create semaphore failed"))?;

@@ -12,7 +12,7 @@ use ipcns::abi;
 use ipcns_oracle::sysv::{self, SysV};
 use std::io::Write;
 
-const USAGE: &str = "
+pub const USAGE: &str = "
 Usage:
  ipcs [resource-option...] [output-option]
  ipcs -m|-q|-s -i <id>
@@ -128,10 +128,23 @@ enum Format {
     Pid,
 }
 
-pub fn main(t: &mut Tool, sys: &dyn SysV, args: &[String]) -> Result<(), Exit> {
+/// What the command line asks for.
+pub struct Opts {
+    msg: bool,
+    shm: bool,
+    sem: bool,
+    /// `-i ID`, when given.
+    id: Option<i32>,
+    format: Format,
+    unit: Unit,
+}
+
+/// Reads the command line as ipcs.c's `main` does before it touches IPC.
+/// `Err` ends the tool there: help (on stdout) and `-V` with 0, a bad
+/// option or argument with its message and 1.
+pub fn parse(t: &mut Tool, args: &[Vec<u8>]) -> Result<Opts, Exit> {
     let (mut msg, mut shm, mut sem) = (false, false, false);
-    let mut id = 0i32;
-    let mut specific = false;
+    let mut id = None;
     let mut format = Format::NotSpecified;
     let mut unit = Unit::Default;
     let parsed = getopt::parse("ipcs", args, "i:qmsatpclubVh", LONGS);
@@ -139,16 +152,17 @@ pub fn main(t: &mut Tool, sys: &dyn SysV, args: &[String]) -> Result<(), Exit> {
         let (opt, arg) = match item {
             Item::Opt(o, a) => (o, a),
             Item::Bad(m) => {
-                let _ = std::io::stderr().write_all(m.as_bytes());
+                t.stderr(&m);
                 return Err(t.errtryhelp());
             }
         };
         match char::from_u32(opt).unwrap_or('\0') {
             'i' => {
                 let a = arg.unwrap_or_default();
-                id = cnum::strtos32(&a)
-                    .map_err(|e| t.num_err(e, "failed to parse id argument", &a))?;
-                specific = true;
+                id = Some(
+                    cnum::strtos32(&a)
+                        .map_err(|e| t.num_err(e, "failed to parse id argument", &a))?,
+                );
             }
             'a' => (msg, shm, sem) = (true, true, true),
             'q' => msg = true,
@@ -162,17 +176,31 @@ pub fn main(t: &mut Tool, sys: &dyn SysV, args: &[String]) -> Result<(), Exit> {
             'b' => unit = Unit::Bytes,
             'h' => {
                 t.out.extend_from_slice(USAGE.as_bytes());
-                return Ok(());
+                return Err(Exit(0));
             }
             'V' => return Err(t.version()),
             _ if opt == OPT_HUMAN => unit = Unit::Human,
             _ => return Err(t.errtryhelp()),
         }
     }
-    if specific && (usize::from(msg) + usize::from(shm) + usize::from(sem) != 1) {
+    if id.is_some() && (usize::from(msg) + usize::from(shm) + usize::from(sem) != 1) {
         return Err(t.errx("when using an ID, a single resource must be specified"));
     }
-    if specific {
+    Ok(Opts {
+        msg,
+        shm,
+        sem,
+        id,
+        format,
+        unit,
+    })
+}
+
+/// Prints what `o` asks for: one object's details, or the lists.
+pub fn show(t: &mut Tool, sys: &dyn SysV, o: &Opts) -> Result<(), Exit> {
+    let (mut msg, mut shm, mut sem) = (o.msg, o.shm, o.sem);
+    let (format, unit) = (o.format, o.unit);
+    if let Some(id) = o.id {
         if msg {
             details::print_msg(t, sys, id, unit);
         }

@@ -18,9 +18,12 @@ mod ipcs;
 mod rows;
 mod size;
 
-use ipcns::Namespace;
-use ipcns_oracle::sysv::NsCaller;
+pub use host::user_name;
+
+use ipcns_oracle::sysv::{NsCaller, SysV};
+use std::ffi::OsString;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
 /// The three tools.
@@ -46,6 +49,15 @@ impl Which {
             Which::Ipcs => "ipcs",
             Which::Ipcmk => "ipcmk",
             Which::Ipcrm => "ipcrm",
+        }
+    }
+
+    /// The tool's `--help` text (util-linux's, with a word on `--ns`).
+    pub fn usage(self) -> &'static str {
+        match self {
+            Which::Ipcs => ipcs::USAGE,
+            Which::Ipcmk => ipcmk::USAGE,
+            Which::Ipcrm => ipcrm::USAGE,
         }
     }
 }
@@ -80,47 +92,56 @@ impl Tool {
         }
     }
 
-    fn stderr(&self, text: &str) {
-        let _ = std::io::stderr().write_all(text.as_bytes());
+    /// Writes to standard error (unbuffered, as stderr is in C).
+    pub fn stderr(&self, text: &[u8]) {
+        let _ = std::io::stderr().write_all(text);
     }
 
-    /// `warnx(msg)`.
-    pub fn warnx(&self, msg: &str) {
-        self.stderr(&format!("{}: {msg}\n", self.prog));
+    /// `warnx(msg)`. Messages are bytes: they quote arguments as given.
+    pub fn warnx(&self, msg: impl AsRef<[u8]>) {
+        self.stderr(&[self.prog.as_bytes(), b": ", msg.as_ref(), b"\n"].concat());
     }
 
     /// `warn(msg)` with this errno.
-    pub fn warn(&self, errno: i32, msg: &str) {
-        self.stderr(&format!("{}: {msg}: {}\n", self.prog, strerror(errno)));
+    pub fn warn(&self, errno: i32, msg: impl AsRef<[u8]>) {
+        let e = strerror(errno);
+        let m = [
+            self.prog.as_bytes(),
+            b": ",
+            msg.as_ref(),
+            b": ",
+            e.as_bytes(),
+            b"\n",
+        ];
+        self.stderr(&m.concat());
     }
 
     /// `err(EXIT_FAILURE, msg)` with this errno.
-    pub fn err(&self, errno: i32, msg: &str) -> Exit {
+    pub fn err(&self, errno: i32, msg: impl AsRef<[u8]>) -> Exit {
         self.warn(errno, msg);
         FAILURE
     }
 
     /// `errx(EXIT_FAILURE, msg)`.
-    pub fn errx(&self, msg: &str) -> Exit {
+    pub fn errx(&self, msg: impl AsRef<[u8]>) -> Exit {
         self.warnx(msg);
         FAILURE
     }
 
     /// `errtryhelp(EXIT_FAILURE)`.
     pub fn errtryhelp(&self) -> Exit {
-        self.stderr(&format!(
-            "Try '{} --help' for more information.\n",
-            self.prog
-        ));
+        let m = format!("Try '{} --help' for more information.\n", self.prog);
+        self.stderr(m.as_bytes());
         FAILURE
     }
 
     /// A failed util-linux number conversion: `err` when errno is set,
     /// `errx` otherwise, both as `"%s: '%s'"`.
-    pub fn num_err(&self, e: cnum::NumError, what: &str, arg: &str) -> Exit {
+    pub fn num_err(&self, e: cnum::NumError, what: &str, arg: &[u8]) -> Exit {
+        let m = [what.as_bytes(), b": '", arg, b"'"].concat();
         match e {
-            cnum::NumError::Invalid => self.errx(&format!("{what}: '{arg}'")),
-            cnum::NumError::Errno(n) => self.err(n, &format!("{what}: '{arg}'")),
+            cnum::NumError::Invalid => self.errx(m),
+            cnum::NumError::Errno(n) => self.err(n, m),
         }
     }
 
@@ -136,15 +157,30 @@ impl Tool {
     }
 }
 
-/// Runs tool `which` with `args` (after its name) on namespace `ns`.
-pub fn run(which: Which, ns: &Namespace, args: &[String]) -> anyhow::Result<ExitCode> {
-    let cred = (*ns.cred()?).clone();
-    let sys = NsCaller { ns, cred };
+/// Runs tool `which` with `args` (after its name) on namespace `ns_name`.
+/// The command line is read first: one that only prints help or fails
+/// never attaches to (and so never creates) the namespace.
+pub fn run(which: Which, ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
+    let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut tool = Tool::new(which.name());
+    let t = &mut tool;
     let r = match which {
-        Which::Ipcs => ipcs::main(&mut tool, &sys, args),
-        Which::Ipcmk => ipcmk::main(&mut tool, &sys, args),
-        Which::Ipcrm => ipcrm::main(&mut tool, &sys, args),
+        Which::Ipcs => match ipcs::parse(t, &args) {
+            Ok(opts) => with_ns(ns_name, |sys| ipcs::show(t, sys, &opts))?,
+            Err(exit) => Err(exit),
+        },
+        Which::Ipcmk => match ipcmk::parse(t, &args) {
+            Ok(opts) => with_ns(ns_name, |sys| ipcmk::make(t, sys, &opts))?,
+            Err(exit) => Err(exit),
+        },
+        Which::Ipcrm => {
+            let plan = ipcrm::parse(&args);
+            if plan.needs_namespace() {
+                with_ns(ns_name, |sys| ipcrm::run(t, Some(sys), plan))?
+            } else {
+                ipcrm::run(t, None, plan)
+            }
+        }
     };
     let code = match r {
         Ok(()) => 0,
@@ -154,4 +190,12 @@ pub fn run(which: Which, ns: &Namespace, args: &[String]) -> anyhow::Result<Exit
     stdout.write_all(&tool.out)?;
     stdout.flush()?;
     Ok(ExitCode::from(code))
+}
+
+/// Calls `f` on namespace `name` as this process (attaching, and so
+/// creating it on first use).
+fn with_ns<T>(name: &str, f: impl FnOnce(&dyn SysV) -> T) -> anyhow::Result<T> {
+    let ns = crate::ns::attach(name)?;
+    let cred = (*ns.cred()?).clone();
+    Ok(f(&NsCaller { ns: &ns, cred }))
 }

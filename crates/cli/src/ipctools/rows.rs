@@ -77,10 +77,10 @@ fn scan(line: &str, convs: &[Conv]) -> Vec<i128> {
             Conv::Int => 0,
         };
         let (value, end) = if field.starts_with('-') {
-            let r = strtoimax(field, base);
+            let r = strtoimax(field.as_bytes(), base);
             (i128::from(r.value), r.end)
         } else {
-            let r = strtoul(field, base);
+            let r = strtoul(field.as_bytes(), base);
             (i128::from(r.value), r.end)
         };
         if end != field.len() {
@@ -230,10 +230,10 @@ fn read_num(sys: &dyn SysV, name: &str) -> Option<i128> {
     let text = sys.sysctl_read(name).ok()?;
     let field = text.split_whitespace().next()?;
     let r = if field.starts_with('-') {
-        let r = strtoimax(field, 10);
+        let r = strtoimax(field.as_bytes(), 10);
         (i128::from(r.value), r.end)
     } else {
-        let r = strtoul(field, 10);
+        let r = strtoul(field.as_bytes(), 10);
         (i128::from(r.value), r.end)
     };
     (r.1 > 0).then_some(r.0)

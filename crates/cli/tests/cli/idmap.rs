@@ -169,7 +169,7 @@ fn write_into_a_new_namespace() {
         &["idmap", "write", &pid, "--uid-map", "-"],
         "0 100000 65536\n",
     );
-    let root = is_root();
+    let root = crate::kernel::is_root();
     if root {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let out = ipcns(&["idmap", "map", &pid, "--uid", "1000"], "");
@@ -186,12 +186,38 @@ fn write_into_a_new_namespace() {
     let _ = child.wait();
 }
 
-/// Whether we are root, read from /proc (no unsafe `geteuid` needed).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-        .unwrap_or(false)
+/// A map is read only as far as the kernel would take it (and a byte
+/// more): `/dev/zero` is refused at once, as a write of 4096 bytes or more
+/// to uid_map is, instead of being read forever.
+#[test]
+fn check_reads_no_more_than_the_kernel_would() {
+    use std::time::Duration;
+    let run = |c: &mut std::process::Command| {
+        crate::output_within(c, Duration::from_secs(20)).expect("ipcns read on past 4097 bytes")
+    };
+    let want = "EINVAL: map is 4097 bytes; the kernel accepts at most 4095 bytes in one write (the rest was not read)\n";
+    let o = run(std::process::Command::new(env!("CARGO_BIN_EXE_ipcns"))
+        .args(["idmap", "check", "/dev/zero"])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stderr), format!("ipcns: /dev/zero: {want}"));
+    let o = run(std::process::Command::new(env!("CARGO_BIN_EXE_ipcns"))
+        .args(["idmap", "check", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap()));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stderr), format!("ipcns: -: {want}"));
+    let o = run(std::process::Command::new(env!("CARGO_BIN_EXE_ipcns"))
+        .args(["idmap", "write", "self", "--uid-map", "/dev/zero"])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stderr), format!("ipcns: /dev/zero: {want}"));
+    // Up to the limit the parser sees it all: 4095 bytes pass, 4096 do not.
+    let map = |len: usize| format!("0 0 1{}\n", " ".repeat(len - 6));
+    let o = ipcns(&["idmap", "check", "-"], &map(4095));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = ipcns(&["idmap", "check", "-"], &map(4096));
+    assert_eq!(
+        text(&o.stderr),
+        "ipcns: -: EINVAL: map is 4096 bytes; the kernel accepts at most 4095 bytes in one write\n"
+    );
 }

@@ -19,6 +19,16 @@ pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
+/// Whether we are root, read from /proc (no unsafe `geteuid` needed).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
+        .unwrap_or(false)
+}
+
 /// Runs `f` on a new thread inside a fresh kernel IPC namespace; `None`
 /// (after reporting the skip) where that or the util-linux tools are
 /// unavailable. A panic in `f` fails the test.
@@ -177,6 +187,27 @@ impl Ns {
     }
 }
 
+impl Ns {
+    /// [`Ns::check`] with arguments given as bytes (not necessarily UTF-8).
+    pub fn check_bytes(&self, tool: &str, args: &[&[u8]]) -> Output {
+        use std::os::unix::ffi::OsStrExt;
+        let args: Vec<&std::ffi::OsStr> = args
+            .iter()
+            .map(|a| std::ffi::OsStr::from_bytes(a))
+            .collect();
+        let mut r = Command::new(tool);
+        r.args(&args);
+        let real = env(&mut r).output().expect("run the util-linux tool");
+        let mut o = Command::new(env!("CARGO_BIN_EXE_ipcns"));
+        o.arg(tool).arg("--ns").arg(&self.name).args(&args);
+        o.env("IPCNS_DIR", &self.dir);
+        let ours = env(&mut o).output().expect("run ipcns");
+        let shown: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+        same(&format!("{tool} {}", shown.join(" ")), &real, &ours);
+        ours
+    }
+}
+
 impl Drop for Ns {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -213,6 +244,11 @@ pub fn same(what: &str, real: &Output, ours: &Output) {
         real.status.code(),
         ours.status.code(),
         "{what}: exit status differs (left: util-linux, right: ipcns)"
+    );
+    // Byte for byte too: arguments that are not UTF-8 are quoted as given.
+    assert!(
+        real.stdout == ours.stdout && real.stderr == ours.stderr,
+        "{what}: output differs in bytes that are not UTF-8"
     );
 }
 

@@ -122,7 +122,7 @@ fn ns_create_list_info_remove() {
     assert_eq!(text(&o.stdout), "Semaphore id: 0\n");
     let o = run(&["ipcmk", "--ns", "alpha", "-Q"]);
     assert_eq!(text(&o.stdout), "Message queue id: 0\n");
-    assert_eq!(text(&run(&["ns", "list"]).stdout), "alpha\ndefault\n");
+    assert_eq!(listed(&run(&["ns", "list"])), ["alpha", "default"]);
     let info = text(&run(&["ns", "info", "alpha"]).stdout);
     for want in [
         "name:    alpha\n",
@@ -151,7 +151,7 @@ fn ns_create_list_info_remove() {
     assert_eq!(text(&o.stdout), "Shared memory id: 0\n");
     // A segment's file is no namespace, and goes with its namespace.
     assert!(dir.join("ipcns.alpha.shm.1").exists());
-    assert_eq!(text(&run(&["ns", "list"]).stdout), "alpha\ndefault\n");
+    assert_eq!(listed(&run(&["ns", "list"])), ["alpha", "default"]);
     assert!(run(&["ns", "remove", "alpha"]).status.success());
     assert!(!dir.join("ipcns.alpha.shm.1").exists());
     let o = run(&["ns", "remove", "alpha"]);
@@ -163,8 +163,145 @@ fn ns_create_list_info_remove() {
     );
     let o = run(&["ns", "info", "bad/name"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(text(&run(&["ns", "list"]).stdout), "default\n");
+    assert!(
+        text(&o.stderr).starts_with("ipcns: invalid namespace name \"bad/name\": "),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(listed(&run(&["ns", "list"])), ["default"]);
     let o = run(&["sysctl", "--ns", "default", "kernel.sem_next_id"]);
     assert_eq!(text(&o.stdout), "kernel.sem_next_id = -1\n");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ns check`: the census when the namespace is consistent, each problem
+/// and exit 1 when it is not.
+#[test]
+fn ns_check_reports_the_census_or_the_problems() {
+    let d = crate::TempDir::new("check");
+    let o = d.run(&["ipcmk", "-Q", "-S", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        d.run(&["ipcmk", "--ns", "other", "-M", "4096"])
+            .status
+            .success()
+    );
+    let o = d.run(&["ns", "check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 1 semaphore sets, 1 queues, 0 segments\n"
+    );
+    let o = d.run(&["ns", "check", "other"]);
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 0 semaphore sets, 0 queues, 1 segments\n"
+    );
+    let o = d.run(&["--ns", "other", "ns", "check"]);
+    assert_eq!(
+        text(&o.stdout),
+        "ok: 0 semaphore sets, 0 queues, 1 segments\n"
+    );
+    // Break a counter: the queue registry says 5 queues, there is 1.
+    // (Through the file: the header's msg registry is at 128 + 192, its
+    // in_use 32 bytes in; layout version 2.)
+    use std::os::unix::fs::FileExt;
+    let arena = std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.path().join("ipcns.default"))
+        .unwrap();
+    let in_use = |n: u32| {
+        arena
+            .write_all_at(&n.to_le_bytes(), 128 + 192 + 32)
+            .unwrap()
+    };
+    in_use(5);
+    let o = d.run(&["ns", "check", "default"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stdout), "msg: in_use is 5, the objects say 1\n");
+    assert_eq!(text(&o.stderr), "");
+    in_use(1);
+    assert!(d.run(&["ns", "check"]).status.success());
+    let o = d.run(&["ns", "check", "nosuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("no such namespace"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// The NAME column of `ns list`.
+fn listed(o: &std::process::Output) -> Vec<String> {
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let mut lines = out.lines();
+    let header = lines.next().expect("a header");
+    assert!(
+        header.starts_with("OWNER ") && header.ends_with("  NAME"),
+        "{out}"
+    );
+    lines
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect()
+}
+
+/// `ns list`: owner, mode, size and name in aligned columns, and only
+/// arenas: a FIFO (which would block an open), a symbolic link to an
+/// arena, a directory, a segment file and other files are skipped, the
+/// FIFO without being opened.
+#[test]
+fn ns_list_shows_arenas_only_and_never_blocks() {
+    use std::os::unix::fs::MetadataExt;
+    let d = crate::TempDir::new("list");
+    assert!(
+        d.run(&["ns", "create", "alpha", "--mode", "640"])
+            .status
+            .success()
+    );
+    assert!(d.run(&["ipcmk", "-M", "10"]).status.success());
+    let mkfifo = std::process::Command::new("mkfifo")
+        .arg(d.path().join("ipcns.fifo"))
+        .status()
+        .expect("run mkfifo");
+    assert!(mkfifo.success());
+    std::os::unix::fs::symlink("ipcns.alpha", d.path().join("ipcns.link")).unwrap();
+    std::fs::create_dir(d.path().join("ipcns.dir")).unwrap();
+    std::fs::write(d.path().join("ipcns.junk"), "IPCNSARN but no arena").unwrap();
+    let o = crate::output_within(
+        &mut d.command(&["ns", "list"]),
+        std::time::Duration::from_secs(20),
+    )
+    .expect("ns list did not finish: it opened the FIFO");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(listed(&o), ["alpha", "default"]);
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    let name_at = lines[0].find("NAME").unwrap();
+    let size_end = lines[0].find("SIZE").unwrap() + 4;
+    for (line, (name, mode)) in lines[1..]
+        .iter()
+        .zip([("alpha", "0640"), ("default", "0600")])
+    {
+        let meta = std::fs::metadata(d.path().join(format!("ipcns.{name}"))).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let owner = if crate::kernel::is_root() {
+            "root".to_string()
+        } else {
+            cols[0].to_string()
+        };
+        assert_eq!(
+            cols,
+            [owner.as_str(), mode, &meta.len().to_string(), name],
+            "{out}"
+        );
+        assert_eq!(meta.uid() == 0, cols[0] == "root", "{out}");
+        // Aligned: names in one column, sizes right-aligned under SIZE.
+        assert_eq!(line.find(name), Some(name_at), "{out}");
+        assert_eq!(
+            line.find(cols[2]).map(|i| i + cols[2].len()),
+            Some(size_end),
+            "{out}"
+        );
+    }
 }

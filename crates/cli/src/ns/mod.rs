@@ -1,94 +1,81 @@
-//! `ipcns ns create|list|info|remove`, and the `--ns NAME` option every
-//! namespace command takes.
+//! `ipcns ns create|list|info|check|remove`; attaching to the namespace that
+//! the other namespace commands work on is in [`attach`].
+
+mod attach;
+mod list;
 
 use anyhow::{Context, bail};
-use ipcns::namespace::{default_name, dir};
-use ipcns::{CreateOptions, Namespace, abi};
+use ipcns::namespace::dir;
+use ipcns::{Census, CreateOptions, Namespace, abi};
 use ipcns_oracle::sysv::{self, NsCaller};
 use lexopt::prelude::*;
+use std::ffi::OsString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
+pub const USAGE: &str = "\
 usage: ipcns ns create NAME [--extend] [--mode OCTAL]
        ipcns ns list
        ipcns ns info [NAME]
+       ipcns ns check [NAME]
        ipcns ns remove NAME
-Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).";
+Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).
+list shows each one's owner, mode, size in bytes and name.
+Without NAME, info and check work on the namespace of --ns, $IPCNS, else default;
+check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
 
-/// Splits `--ns NAME` / `--ns=NAME` (before any `--`) off `args`: the
-/// namespace to use (`$IPCNS`, else `default`, when absent) and the rest.
-pub fn take_ns_option(args: &[String]) -> anyhow::Result<(String, Vec<String>)> {
-    let mut name = None;
-    let mut rest = Vec::with_capacity(args.len());
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--" {
-            rest.push(a.clone());
-            rest.extend(it.by_ref().cloned());
-            break;
-        }
-        if a == "--ns" {
-            match it.next() {
-                Some(v) => name = Some(v.clone()),
-                None => bail!("option '--ns' requires a namespace name"),
-            }
-        } else if let Some(v) = a.strip_prefix("--ns=") {
-            name = Some(v.to_string());
-        } else {
-            rest.push(a.clone());
-        }
+pub use attach::{attach, take_ns_option};
+use attach::{check_dir, open, valid_name};
+
+pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
+    if crate::args::wants_help(args) {
+        return crate::print_out(&format!("{USAGE}\n"));
     }
-    Ok((name.unwrap_or_else(default_name), rest))
-}
-
-/// Attaches to namespace `name`, creating it on first use.
-pub fn attach(name: &str) -> anyhow::Result<Namespace> {
-    Namespace::open_or_create(name).with_context(|| format!("namespace {name}"))
-}
-
-pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
     let Some((cmd, rest)) = args.split_first() else {
         bail!("ns: no subcommand\n{USAGE}");
     };
     let mut p = lexopt::Parser::from_args(rest.iter().cloned());
-    match cmd.as_str() {
+    match cmd.to_string_lossy().as_ref() {
         "create" => create(&mut p),
         "list" => {
             if let Some(a) = p.next()? {
                 return Err(a.unexpected().into());
             }
-            let names = Namespace::list().with_context(|| format!("{}", dir().display()))?;
-            let mut out = String::new();
-            for n in names {
-                out.push_str(&n);
-                out.push('\n');
-            }
-            crate::print_out(&out)
+            check_dir()?;
+            let text = list::text().with_context(|| format!("{}", dir().display()))?;
+            crate::print_out(&text)
         }
         "info" => {
-            let name = one_name(&mut p, false)?;
-            let ns = match name {
-                Some(n) => Namespace::open(&n)?,
+            let ns = match one_name(&mut p, false)? {
+                Some(n) => open(&n)?,
                 None => attach(ns_name)?,
             };
             crate::print_out(&info(&ns)?)
         }
+        "check" => {
+            let ns = match one_name(&mut p, false)? {
+                Some(n) => open(&n)?,
+                None => attach(ns_name)?,
+            };
+            check(&ns)
+        }
         "remove" => {
             let name = one_name(&mut p, true)?.unwrap_or_default();
+            check_dir()?;
             Namespace::remove(&name)?;
             Ok(ExitCode::SUCCESS)
         }
-        "-h" | "--help" | "help" => crate::print_out(&format!("{USAGE}\n")),
-        other => bail!("ns: unknown subcommand {other:?}\n{USAGE}"),
+        "help" => crate::print_out(&format!("{USAGE}\n")),
+        _ => bail!("ns: unknown subcommand {cmd:?}\n{USAGE}"),
     }
 }
 
+/// The NAME operand, checked.
 fn one_name(p: &mut lexopt::Parser, required: bool) -> anyhow::Result<Option<String>> {
     let mut name = None;
     while let Some(a) = p.next()? {
         match a {
-            Value(v) if name.is_none() => name = Some(v.string()?),
+            Value(v) if name.is_none() => name = Some(valid_name(&v)?),
             other => return Err(other.unexpected().into()),
         }
     }
@@ -105,25 +92,52 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
         match a {
             Long("extend") => opts.extend = true,
             Long("mode") => {
-                let v = p.value()?.string()?;
-                opts.mode = u32::from_str_radix(&v, 8)
-                    .ok()
+                let v = p.value()?;
+                opts.mode = v
+                    .to_str()
+                    .and_then(|v| u32::from_str_radix(v, 8).ok())
                     .filter(|m| *m <= 0o7777)
                     .with_context(|| format!("--mode {v:?}: not an octal file mode"))?;
             }
-            Value(v) if name.is_none() => name = Some(v.string()?),
+            Value(v) if name.is_none() => name = Some(valid_name(&v)?),
             other => return Err(other.unexpected().into()),
         }
     }
     let Some(name) = name else {
         bail!("a namespace NAME is required\n{USAGE}");
     };
+    check_dir()?;
     let ns = Namespace::create(&name, opts)?;
     // The creation mode passes through the umask; the file's permissions
     // are the namespace's security boundary, so set them as asked.
     std::fs::set_permissions(ns.path(), std::fs::Permissions::from_mode(opts.mode))
         .with_context(|| format!("{}", ns.path().display()))?;
     crate::print_out(&format!("{}\n", ns.path().display()))
+}
+
+/// `ns check`: the census, or each problem on its own line and exit 1.
+fn check(ns: &Namespace) -> anyhow::Result<ExitCode> {
+    match problems(ns) {
+        Ok(c) => crate::print_out(&format!(
+            "ok: {} semaphore sets, {} queues, {} segments\n",
+            c.sem, c.msg, c.shm
+        )),
+        Err(problems) => {
+            let mut out = String::new();
+            for p in problems {
+                out.push_str(&p);
+                out.push('\n');
+            }
+            crate::print_out(&out)?;
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The namespace's consistency check: what it holds, or every problem
+/// found (today the library stops at the first one).
+fn problems(ns: &Namespace) -> Result<Census, Vec<String>> {
+    ns.check().map_err(|p| vec![p])
 }
 
 /// The text of `ns info`.
