@@ -28,6 +28,8 @@ not_loom! {
     mod ids;
     mod info;
     mod keys;
+    #[doc(hidden)]
+    pub mod lockbench;
     pub mod limits;
     pub mod msg;
     pub mod namespace;
