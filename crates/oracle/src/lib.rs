@@ -9,9 +9,13 @@
 //! It lives outside the core (`ipcns`) so that the core, which the
 //! `LD_PRELOAD` library links, carries no path into the host kernel's IPC.
 //!
+//! Empty under `--cfg loom` (the core is then only its lock model).
+//!
 //! `unsafe` is confined to [`kernel`] (the system calls) and `scratch`
 //! (the buffer GETALL and SETALL go through); each opens with its
 //! `# Safety` section.
+
+#![cfg(not(loom))]
 
 pub mod kernel;
 mod scratch;

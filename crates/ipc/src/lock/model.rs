@@ -6,7 +6,8 @@
 //! The protected state is two counters that a holder increments one after
 //! the other (a multi-word update). Asserted: no two live threads are ever
 //! inside at once; a death inside leaves the next holder told to repair;
-//! after a repair the invariant holds again; nobody waits forever (loom
+//! after a repair the invariant holds again, and a repair cut short by a
+//! second death is redone by the next holder; nobody waits forever (loom
 //! reports a deadlock if all threads block).
 
 use super::{Liveness, Lock, Os};
@@ -34,6 +35,8 @@ struct ModelOs<'w> {
     /// Die at this step (counting `step` calls); u32::MAX = never.
     die_at: u32,
     steps: core::cell::Cell<u32>,
+    /// This thread's repairs fail (it releases without completing them).
+    fail_repair: bool,
 }
 
 impl Os for ModelOs<'_> {
@@ -75,6 +78,11 @@ fn turn(os: &ModelOs<'_>) -> Result<(), Errno> {
     let w = os.w;
     let recovered = w.lock.acquire(os)?;
     assert_eq!(w.inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+    if recovered && os.fail_repair {
+        // A repair that failed (ENOMEM, say): released as it is.
+        w.inside.fetch_sub(1, Ordering::SeqCst);
+        return w.lock.release(os);
+    }
     let r = (|| {
         if recovered {
             w.b.store(w.a.load(Ordering::SeqCst), Ordering::SeqCst);
@@ -111,7 +119,7 @@ fn world() -> World {
     }
 }
 
-fn run(die_at: u32) {
+fn run(die_at: u32, die2_at: u32, fail_repair: bool) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(2);
     b.check(move || {
@@ -123,6 +131,7 @@ fn run(die_at: u32) {
                 w: &w1,
                 die_at,
                 steps: core::cell::Cell::new(0),
+                fail_repair: false,
             };
             if turn(&os).is_err() {
                 os.die();
@@ -133,10 +142,16 @@ fn run(die_at: u32) {
             let os = ModelOs {
                 tid: 2,
                 w: &w2,
-                die_at: u32::MAX,
+                die_at: die2_at,
                 steps: core::cell::Cell::new(0),
+                fail_repair,
             };
-            turn(&os).expect("a live thread completes its turn");
+            let r = turn(&os);
+            if die2_at == u32::MAX {
+                r.expect("a live thread completes its turn");
+            } else if r.is_err() {
+                os.die();
+            }
         });
         t1.join().unwrap();
         t2.join().unwrap();
@@ -147,6 +162,7 @@ fn run(die_at: u32) {
             w: &w,
             die_at: u32::MAX,
             steps: core::cell::Cell::new(0),
+            fail_repair: false,
         };
         turn(&os).expect("the lock is never lost");
     });
@@ -154,12 +170,31 @@ fn run(die_at: u32) {
 
 #[test]
 fn no_death() {
-    run(u32::MAX);
+    run(u32::MAX, u32::MAX, false);
 }
 
 #[test]
 fn death_at_every_step() {
-    for k in 0..6 {
-        run(k);
+    for k in 0..12 {
+        run(k, u32::MAX, false);
+    }
+}
+
+/// Two deaths: the second thread may die while repairing after the first
+/// (the next holder must be told to repair again).
+#[test]
+fn two_deaths() {
+    for k in 0..8 {
+        for j in 0..8 {
+            run(k, j, false);
+        }
+    }
+}
+
+/// A repair that fails is reported again to the next holder.
+#[test]
+fn failed_repair_is_retried() {
+    for k in 0..12 {
+        run(k, u32::MAX, true);
     }
 }
