@@ -45,7 +45,7 @@ fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
     let (mut n, mut max, mut u1, mut u2, mut keyed) = (0u32, -1i32, 0u64, 0u64, 0u32);
     // The used indices only: other slots' pages may never have been
     // touched (16,777,216 of them in extend mode).
-    for idx in reg.bm.iter() {
+    for idx in reg.bm().iter() {
         let s = registry::slot::<K>(a, idx).map_err(|x| e(format!("slot {idx}: {x}")))?;
         let h = s.head();
         let state = h.state.load(Relaxed);

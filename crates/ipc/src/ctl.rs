@@ -113,7 +113,7 @@ pub fn info_maxidx(reg: &Reg<'_>) -> i32 {
     reg.r
         .max_idx
         .load(Relaxed)
-        .clamp(0, reg.bm.capacity() as i32 - 1)
+        .clamp(0, reg.bm().capacity() as i32 - 1)
 }
 
 /// What `ipcget_public` does for an existing key after EEXIST: the

@@ -29,17 +29,23 @@ pub struct Bitmap<'a> {
 }
 
 impl<'a> Bitmap<'a> {
-    pub fn of(a: &'a Arena, m: Mech) -> Result<Bitmap<'a>, Errno> {
+    /// The bitmap of mechanism `m`. The layout was checked against the
+    /// file at attach, so the views always exist; were one missing, the
+    /// bitmap would read as all free and take no index.
+    #[inline]
+    pub fn of(a: &'a Arena, m: Mech) -> Bitmap<'a> {
         let l: &Layout = a.layout();
         let t: &Table = l.table(m);
         let nw = (l.ipc_mni / 64) as usize;
         let pages = slot_pages(u64::from(l.ipc_mni));
-        Ok(Bitmap {
-            words: a.view_slice(t.bitmap, nw)?,
-            summary: a.view_slice(t.summary, nw.div_ceil(64))?,
-            reserved: a.view_slice(t.reserved, pages.div_ceil(64) as usize)?,
+        Bitmap {
+            words: a.view_slice(t.bitmap, nw).unwrap_or(&[]),
+            summary: a.view_slice(t.summary, nw.div_ceil(64)).unwrap_or(&[]),
+            reserved: a
+                .view_slice(t.reserved, pages.div_ceil(64) as usize)
+                .unwrap_or(&[]),
             n: l.ipc_mni,
-        })
+        }
     }
 
     /// Capacity in indices (`ipc_mni`).

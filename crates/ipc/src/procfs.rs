@@ -106,7 +106,7 @@ impl Namespace {
         let a = self.arena();
         let reg = Reg::lock::<K>(a)?;
         let mut out = String::from(header);
-        for idx in reg.bm.iter() {
+        for idx in reg.bm().iter() {
             let s = registry::slot::<K>(a, idx)?;
             let _g = lock_object::<K>(a, s)?;
             let h = s.head();

@@ -74,7 +74,7 @@ pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
 /// The slot of index `idx` if the index is in use (EINVAL otherwise),
 /// without the registry lock.
 pub fn used_slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
-    if !Bitmap::of(a, K::MECH)?.readable(idx) {
+    if !Bitmap::of(a, K::MECH).readable(idx) {
         return Err(Errno::EINVAL);
     }
     slot::<K>(a, idx)
@@ -92,7 +92,6 @@ pub struct Found<'a, S> {
 pub struct Reg<'a> {
     pub a: &'a Arena,
     pub r: &'a Registry,
-    pub bm: Bitmap<'a>,
     mech: Mech,
     /// `rebuild::<K>` for this registry's mechanism.
     rebuild: fn(&Reg<'_>) -> Result<(), Errno>,
@@ -101,22 +100,34 @@ pub struct Reg<'a> {
 
 impl<'a> Reg<'a> {
     /// Locks the registry of `K`, repairing it first if the previous holder died.
+    #[inline(always)]
     pub fn lock<K: Kind>(a: &'a Arena) -> Result<Reg<'a>, Errno> {
         let r = &a.header().registries[K::MECH as usize];
         let g = r.lock.lock()?;
         let mut reg = Reg {
             a,
             r,
-            bm: Bitmap::of(a, K::MECH)?,
             mech: K::MECH,
             rebuild: rebuild_of::<K>,
             _g: g,
         };
         if reg._g.recovered() {
-            reg.repair::<K>()?;
-            reg._g.repaired();
+            reg.repair_now::<K>()?;
         }
         Ok(reg)
+    }
+
+    /// The mechanism's used-index bitmap.
+    #[inline]
+    pub fn bm(&self) -> Bitmap<'a> {
+        Bitmap::of(self.a, self.mech)
+    }
+
+    #[cold]
+    fn repair_now<K: Kind>(&mut self) -> Result<(), Errno> {
+        self.repair::<K>()?;
+        self._g.repaired();
+        Ok(())
     }
 
     /// The next slot generation (registry lock held).
@@ -129,6 +140,7 @@ impl<'a> Reg<'a> {
     /// The index of the live object with `key` (`ipc_findkey`). A key
     /// table found corrupt (or naming an object that is not there with
     /// that key) is rebuilt from the objects, then asked again.
+    #[inline]
     pub fn find_key(&self, key: i32) -> Result<Option<u32>, Errno> {
         match self.find_key_checked(key) {
             Err(Errno::EUCLEAN) => {
@@ -144,7 +156,7 @@ impl<'a> Reg<'a> {
             return Ok(None);
         };
         // The entry must name a live object with this key.
-        if !self.bm.test(idx) {
+        if !self.bm().test(idx) {
             return Err(Errno::EUCLEAN);
         }
         let h = self.a.view::<Head>(self.a.layout().slot_off(self.mech, idx))?;
@@ -170,12 +182,12 @@ impl<'a> Reg<'a> {
         if self.r.in_use.load(Relaxed) >= limit {
             return Err(Errno::ENOSPC);
         }
-        let (idx, seq) = ids::alloc(self.r, &self.bm, l)?;
+        let (idx, seq) = ids::alloc(self.r, &self.bm(), l)?;
         // The slot's page must exist before it is touched (a full tmpfs
         // gives ENOMEM here, never SIGBUS later); as ipc_addid does when a
         // later step fails, the index goes back but the sequence stays.
-        if let Err(e) = self.bm.reserve_slot(self.a, K::MECH, idx) {
-            self.bm.clear(idx);
+        if let Err(e) = self.bm().reserve_slot(self.a, K::MECH, idx) {
+            self.bm().clear(idx);
             return Err(e);
         }
         let s = slot::<K>(self.a, idx)?;
@@ -196,7 +208,7 @@ impl<'a> Reg<'a> {
             // Undo, as ipc_addid does when the hash insert fails.
             K::release(self.a, s);
             h.state.store(FREE, Relaxed);
-            self.bm.clear(idx);
+            self.bm().clear(idx);
             self.journal(JOURNAL_NONE, 0, 0);
             return Err(e);
         }
@@ -229,14 +241,14 @@ impl<'a> Reg<'a> {
     fn finish_remove<K: Kind>(&self, idx: u32, s: &K::Slot) -> Result<(), Errno> {
         let h = s.head();
         let key = h.key.load(Relaxed);
-        if self.bm.test(idx) {
+        if self.bm().test(idx) {
             // The key first, while the index still reads as used. A corrupt
             // table is left as it is: the next lookup finds it stale and
             // rebuilds it from the objects.
             if key != IPC_PRIVATE && keys::get(self.a, self.r, key) == Ok(Some(idx)) {
                 let _ = keys::remove(self.a, self.r, key);
             }
-            self.bm.clear(idx);
+            self.bm().clear(idx);
             let (u1, u2) = K::usage(self.a, s);
             self.r
                 .used
@@ -250,7 +262,7 @@ impl<'a> Reg<'a> {
                 let m = if idx == 0 {
                     None
                 } else {
-                    self.bm.find_last_set(idx - 1)
+                    self.bm().find_last_set(idx - 1)
                 };
                 self.r.max_idx.store(m.map_or(-1, |m| m as i32), Relaxed);
             }
@@ -288,7 +300,7 @@ impl<'a> Reg<'a> {
         let idx = j.idx.load(Relaxed);
         // An index that is not in use names no slot we may touch (its page
         // may not be reserved): the entry is junk, or nothing was done yet.
-        let op = if self.bm.test(idx) {
+        let op = if self.bm().test(idx) {
             j.op.load(Acquire)
         } else {
             JOURNAL_NONE
@@ -300,7 +312,7 @@ impl<'a> Reg<'a> {
                     // Never published: as if it had never been created.
                     K::release(self.a, s);
                     s.head().state.store(FREE, Relaxed);
-                    self.bm.clear(idx);
+                    self.bm().clear(idx);
                 }
             }
             JOURNAL_REMOVE => {
@@ -311,7 +323,7 @@ impl<'a> Reg<'a> {
                 s.head().state.store(DELETING, Relaxed);
                 K::release(self.a, s);
                 s.head().state.store(FREE, Relaxed);
-                self.bm.clear(idx);
+                self.bm().clear(idx);
             }
             _ => {}
         }
@@ -321,7 +333,7 @@ impl<'a> Reg<'a> {
 
     /// Recomputes every derived field from the bitmap and the slots.
     fn rebuild<K: Kind>(&self) -> Result<(), Errno> {
-        self.bm.resummarise();
+        self.bm().resummarise();
         if self.r.last_idx.load(Relaxed) >= self.a.layout().ipc_mni as i32 {
             self.r.last_idx.store(-1, Relaxed);
         }
@@ -330,13 +342,13 @@ impl<'a> Reg<'a> {
         }
         let (mut n, mut max, mut u1, mut u2) = (0u32, -1i32, 0u64, 0u64);
         let mut entries = Vec::new();
-        for idx in self.bm.iter() {
+        for idx in self.bm().iter() {
             let s = slot::<K>(self.a, idx)?;
             let h = s.head();
             if h.state.load(Relaxed) != LIVE {
                 // A used bit without a live object: stale, drop it.
                 h.state.store(FREE, Relaxed);
-                self.bm.clear(idx);
+                self.bm().clear(idx);
                 continue;
             }
             n += 1;

@@ -281,7 +281,7 @@ impl Namespace {
 /// every shm call checks first, which no caller can tell apart from
 /// destruction at the exit itself.
 pub(crate) fn reap_orphans(a: &Arena, reg: &Reg<'_>) -> SysResult<()> {
-    let live: Vec<u32> = reg.bm.iter().collect();
+    let live: Vec<u32> = reg.bm().iter().collect();
     for idx in live {
         let s = registry::slot::<ShmKind>(a, idx)?;
         let _g = lock_object::<ShmKind>(a, s)?;
@@ -329,7 +329,7 @@ fn enough_memory(pages: u64) -> bool {
 
 /// `shm_rss`: resident pages over all segments (their files' blocks).
 fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
-    let bm: &Bitmap<'_> = &reg.bm;
+    let bm: &Bitmap<'_> = &reg.bm();
     let mut pages = 0;
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
