@@ -231,6 +231,21 @@ fn attaching_to_something_else_fails_clearly() {
         .expect("another version is refused");
     assert!(matches!(e, ArenaError::Version { found: 99, .. }), "{e}");
     assert!(e.to_string().contains("layout version 99"), "{e}");
+    // Another architecture or lock kind (header words at 48 and 52), or
+    // per-cpu data updated another way (120): refused, saying which.
+    for (at, what) in [
+        (48, "architecture"),
+        (52, "lock kind"),
+        (120, "per-cpu data"),
+    ] {
+        let mut b = std::fs::read(t.path()).unwrap();
+        b[at] ^= 0x33;
+        let other = dir.join(format!("other-{at}"));
+        std::fs::write(&other, &b).unwrap();
+        let e = Namespace::open_at(&other).err().expect("refused");
+        assert!(matches!(e, ArenaError::NotAnArena { .. }), "{e}");
+        assert!(e.to_string().contains(what), "{at}: {e}");
+    }
     // Missing.
     assert!(matches!(
         Namespace::open_at(&dir.join("none")),
