@@ -57,8 +57,8 @@ fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
         n += 1;
         max = idx as i32;
         let (x, y) = K::usage(a, s);
-        u1 += x;
-        u2 += y;
+        u1 = u1.saturating_add(x);
+        u2 = u2.saturating_add(y);
         let key = h.key.load(Relaxed);
         if key != IPC_PRIVATE {
             keyed += 1;

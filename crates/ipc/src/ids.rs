@@ -191,7 +191,9 @@ pub fn alloc(reg: &Registry, bm: &Bitmap<'_>, l: &Layout) -> Result<(u32, u32), 
     let (idx, seq) = if next_id < 0 {
         // max_idx = min(max(in_use * 3 / 2, ipc_min_cycle), ipc_mni)
         let in_use = reg.in_use.load(Relaxed);
-        let max_idx = (in_use * 3 / 2).max(l.min_cycle()).min(l.ipc_mni);
+        let max_idx = (in_use.saturating_mul(3) / 2)
+            .max(l.min_cycle())
+            .min(l.ipc_mni);
         // idr_alloc_cyclic(idr, NULL, 0, max_idx): from the cursor, then
         // once more from 0 if the cursor was past the start.
         let cursor = reg.cursor.load(Relaxed);
@@ -208,7 +210,7 @@ pub fn alloc(reg: &Registry, bm: &Bitmap<'_>, l: &Layout) -> Result<(u32, u32), 
         reg.cursor.store(idx + 1, Relaxed);
         // "if (idx <= ids->last_idx) { ids->seq++; if (ids->seq >= ipcid_seq_max()) ids->seq = 0; }"
         if idx as i32 <= reg.last_idx.load(Relaxed) {
-            let mut s = reg.seq.load(Relaxed) + 1;
+            let mut s = reg.seq.load(Relaxed).wrapping_add(1);
             if s >= l.seq_max() {
                 s = 0;
             }

@@ -354,8 +354,8 @@ impl<'a> Reg<'a> {
             n += 1;
             max = idx as i32;
             let (a, b) = K::usage(self.a, s);
-            u1 += a;
-            u2 += b;
+            u1 = u1.saturating_add(a);
+            u2 = u2.saturating_add(b);
             let key = h.key.load(Relaxed);
             if key != IPC_PRIVATE {
                 entries.push((key, idx));

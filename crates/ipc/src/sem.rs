@@ -217,7 +217,7 @@ impl Namespace {
             return Err(Errno::EINVAL);
         }
         // newary: "if (ns->used_sems + nsems > ns->sc_semmns) return -ENOSPC".
-        if reg.r.used.load(Relaxed) + nsems as u64 > lim.semmns.load(Relaxed).max(0) as u64 {
+        if reg.r.used.load(Relaxed).saturating_add(nsems as u64) > lim.semmns.load(Relaxed).max(0) as u64 {
             return Err(Errno::ENOSPC);
         }
         // The array, before an index is taken (sem_alloc precedes ipc_addid).

@@ -335,7 +335,7 @@ fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
         let s = registry::slot::<ShmKind>(a, idx)?;
         let serial = s.serial.load(Relaxed);
         if let Ok(m) = std::fs::metadata(segment_path(a, serial)) {
-            pages += (m.blocks() * 512) >> PAGE_SHIFT;
+            pages = pages.saturating_add((m.blocks() * 512) >> PAGE_SHIFT);
         }
     }
     Ok(pages)
