@@ -330,7 +330,7 @@ fn enough_memory(pages: u64) -> bool {
 /// `shm_rss`: resident pages over all segments (their files' blocks).
 fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
     let bm: &Bitmap<'_> = &reg.bm();
-    let mut pages = 0;
+    let mut pages: u64 = 0;
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
         let serial = s.serial.load(Relaxed);
