@@ -17,7 +17,8 @@ commands:
                                       print an \"everything except\" map, ready to write
   idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
                                       write maps to a process in a new user namespace
-  bench idmap|rseq|semget [--json]    benchmarks: ipcns beside its baselines, in one run
+  bench idmap|lock|rseq|semget [--json]
+                                      benchmarks: ipcns beside its baselines, in one run
 
 IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):
   ipcs [-m|-q|-s|-a] [-t|-p|-c|-l|-u] [--human|-b] [-i ID]

@@ -3,6 +3,7 @@
 //! seed's table. Medians of several rounds: the machine is shared and noisy.
 
 pub mod idmap;
+pub mod lock;
 pub mod rseq;
 pub mod semget;
 pub mod stats;
@@ -12,9 +13,11 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
-usage: ipcns bench idmap|rseq|semget [--json]
+usage: ipcns bench idmap|lock|rseq|semget [--json]
   idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
           and the host kernel's own cost (root only)
+  lock    the arena's lock beside glibc's robust process-shared mutex:
+          uncontended, and 2 threads and 2 processes contending
   rseq    per-cpu increments and cpu number reads: rseq beside atomics
   semget  semget creation and lookup: ipcns beside the kernel
 --json prints the results as JSON.";
@@ -43,9 +46,10 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     }
     match what.as_str() {
         "idmap" => idmap::run(json).context("bench idmap"),
+        "lock" => lock::run(json).context("bench lock"),
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
-        other => bail!("bench: unknown benchmark {other:?} (expected idmap, rseq or semget)"),
+        other => bail!("bench: unknown benchmark {other:?} (expected idmap, lock, rseq or semget)"),
     }?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,7 @@
 
 #![allow(unsafe_code)]
 
-use super::stats::{json_num, median, ns_per_iter, ratio};
+use super::stats::{Goal, goal, json_num, median, ns_per_iter, ratio};
 use super::sys::align_next_loop;
 use ipcns_rseq::{PerCpu, PerCpuCounter};
 use std::hint::black_box;
@@ -52,12 +52,6 @@ struct Threads {
     shared: f64,
     percpu_atomic: f64,
     rseq: f64,
-}
-
-struct Goal {
-    text: String,
-    value: f64,
-    met: bool,
 }
 
 fn single() -> Single {
@@ -258,14 +252,6 @@ fn threads(n: usize) -> anyhow::Result<Threads> {
 #[repr(align(64))]
 struct CachePadded<T>(T);
 
-fn goal(text: &str, value: f64, met: bool) -> Goal {
-    Goal {
-        text: text.to_string(),
-        value,
-        met,
-    }
-}
-
 pub fn run(json: bool) -> anyhow::Result<()> {
     let info = ipcns_rseq::info();
     let s = single();
@@ -305,10 +291,6 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         print_table(&info, &s, &r, &t, &goals);
     }
     Ok(())
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "MET" } else { "NOT MET" }
 }
 
 fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], goals: &[Goal]) {
@@ -367,7 +349,7 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
     println!("  (ns per operation per thread: wall time / operations of one thread)");
     println!();
     for g in goals {
-        println!("goal: {}: {:.2}x {}", g.text, g.value, verdict(g.met));
+        println!("{}", g.line());
     }
 }
 
@@ -385,17 +367,7 @@ fn print_json(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], g
             )
         })
         .collect();
-    let goals: Vec<String> = goals
-        .iter()
-        .map(|g| {
-            format!(
-                "{{\"goal\":\"{}\",\"value\":{},\"met\":{}}}",
-                g.text,
-                json_num(g.value),
-                g.met
-            )
-        })
-        .collect();
+    let goals: Vec<String> = goals.iter().map(Goal::json).collect();
     println!(
         "{{\"bench\":\"rseq\",\"mode\":\"{}\",\"registered_size\":{},\"feature_size\":{},\"possible_cpus\":{},\"rounds\":{ROUNDS},\
 \"increment_ns\":{{\"sched_getcpu_atomic\":{},\"rseq_cpu_id_atomic\":{},\"rseq_section\":{},\"plain\":{}}},\

@@ -42,3 +42,74 @@ pub fn json_num(x: f64) -> String {
         "null".to_string()
     }
 }
+
+/// Formats a string as a JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The cpu's model name, as /proc/cpuinfo's first `model name` line says
+/// it ("unknown" if it says none).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim() == "model name")
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// A goal line: `goal: TEXT: VALUEx MET|NOT MET`.
+pub struct Goal {
+    pub text: String,
+    pub value: f64,
+    pub met: bool,
+}
+
+pub fn goal(text: &str, value: f64, met: bool) -> Goal {
+    Goal {
+        text: text.to_string(),
+        value,
+        met,
+    }
+}
+
+pub fn verdict(met: bool) -> &'static str {
+    if met { "MET" } else { "NOT MET" }
+}
+
+impl Goal {
+    /// The goal as its table line.
+    pub fn line(&self) -> String {
+        format!(
+            "goal: {}: {:.2}x {}",
+            self.text,
+            self.value,
+            verdict(self.met)
+        )
+    }
+
+    /// The goal as a JSON object.
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"goal\":{},\"value\":{},\"met\":{}}}",
+            json_str(&self.text),
+            json_num(self.value),
+            self.met
+        )
+    }
+}

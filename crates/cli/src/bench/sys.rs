@@ -1,13 +1,30 @@
 //! What the benchmarks need below safe Rust: `fstat(2)`, as seed 003's
-//! kernel measurement did (std's `File::metadata` uses `statx`), and loop
-//! alignment.
+//! kernel measurement did (std's `File::metadata` uses `statx`), loop
+//! alignment, and for `bench lock`: pages of anonymous memory, glibc's
+//! pthread mutexes in them, `fork(2)`, and cpu affinity.
 //!
 //! # Safety
 //! `fstat` writes one `struct stat` through a pointer to a local of that
 //! type, on a descriptor borrowed for the duration of the call. The
 //! alignment is padding in the instruction stream only.
+//!
+//! A [`Page`] is a fresh anonymous mapping of [`PAGE`] zeroed bytes, owned
+//! by the value and unmapped by its drop; nothing hands out a borrow that
+//! outlives it. [`SharedPage`] is only ever seen as `AtomicU64`s (any bits
+//! are a valid one, so another process writing the page is harmless).
+//! A [`PthreadMutex`] lives at the start of its own page (page-aligned, so
+//! aligned for `pthread_mutex_t`), never moves, is initialised before any
+//! other call, is locked and unlocked only in pairs by one thread inside
+//! [`PthreadMutex::section`] (whose guard unlocks on unwinding too), and is
+//! destroyed by the drop, when nothing can hold it. [`fork`] runs only in a
+//! process with one thread (it checks), so the child may do anything the
+//! parent could; the child never returns into the caller's frames: it ends
+//! with `_exit` after running the closure. The affinity calls read and
+//! write a local `cpu_set_t` of the size they are given.
 #![allow(unsafe_code)]
 
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU64;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// `fstat(fd)`; returns `st_uid` (so the call cannot be optimised away).
@@ -34,4 +51,292 @@ pub fn align_next_loop() {
     // SAFETY: emits only padding (multi-byte nops) in the instruction stream;
     // reads and writes no memory, no register, no flag.
     unsafe { core::arch::asm!(".p2align 6", options(nomem, nostack, preserves_flags)) };
+}
+
+/// Bytes in a [`Page`].
+pub const PAGE: usize = 4096;
+
+/// A page of anonymous memory, zeroed, mapped while the value lives.
+struct Page {
+    ptr: NonNull<u8>,
+}
+
+impl Page {
+    /// `mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_SHARED
+    /// or MAP_PRIVATE, -1, 0)`: shared pages stay shared with the children
+    /// forked while they are mapped.
+    fn new(shared: bool) -> std::io::Result<Page> {
+        let kind = if shared {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
+        // SAFETY: a fresh mapping at an address the kernel chooses; it
+        // overlaps nothing.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                kind | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast()).ok_or_else(|| std::io::Error::other("mmap gave NULL"))?;
+        Ok(Page { ptr })
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the page mapped in `new`; its owner no longer
+        // lends it out (a borrow of it would be a borrow of `self`).
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), PAGE) };
+    }
+}
+
+/// A page of zeroed `MAP_SHARED` memory seen as 512 `AtomicU64`: shared
+/// between threads, and with the processes forked while it lives.
+pub struct SharedPage {
+    page: Page,
+}
+
+// SAFETY: the page is used only through atomics.
+unsafe impl Send for SharedPage {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPage {}
+
+impl SharedPage {
+    pub fn new() -> std::io::Result<SharedPage> {
+        Ok(SharedPage {
+            page: Page::new(true)?,
+        })
+    }
+
+    /// The page's words.
+    pub fn words(&self) -> &[AtomicU64; PAGE / 8] {
+        // SAFETY: page-aligned, PAGE bytes, mapped while `self` lives;
+        // zeroed at first, and every bit pattern is a valid AtomicU64.
+        unsafe { &*self.page.ptr.as_ptr().cast::<[AtomicU64; PAGE / 8]>() }
+    }
+}
+
+/// A glibc `pthread_mutex_t` at the start of a page of its own.
+pub struct PthreadMutex {
+    page: Page,
+}
+
+// SAFETY: a pthread mutex is made to be locked from any thread; the value
+// only holds the address of its page.
+unsafe impl Send for PthreadMutex {}
+// SAFETY: as above: every operation through `&self` is a pthread call.
+unsafe impl Sync for PthreadMutex {}
+
+impl PthreadMutex {
+    /// What the arena's locks used to be: `pthread_mutexattr_setpshared(
+    /// PTHREAD_PROCESS_SHARED)` and `pthread_mutexattr_setrobust(
+    /// PTHREAD_MUTEX_ROBUST)`, then `pthread_mutex_init` in an anonymous
+    /// `MAP_SHARED` page (so forked children share it).
+    pub fn robust_shared() -> std::io::Result<PthreadMutex> {
+        PthreadMutex::init(Page::new(true)?, true)
+    }
+
+    /// A plain mutex: `pthread_mutex_init(m, NULL)` (default type,
+    /// process-private, not robust), in a private page.
+    pub fn plain() -> std::io::Result<PthreadMutex> {
+        PthreadMutex::init(Page::new(false)?, false)
+    }
+
+    fn init(page: Page, robust: bool) -> std::io::Result<PthreadMutex> {
+        let m = page.ptr.as_ptr().cast::<libc::pthread_mutex_t>();
+        let check = |r: i32| match r {
+            0 => Ok(()),
+            e => Err(std::io::Error::from_raw_os_error(e)),
+        };
+        if !robust {
+            // SAFETY: `m` is page-aligned, writable, not yet initialised.
+            check(unsafe { libc::pthread_mutex_init(m, core::ptr::null()) })?;
+            return Ok(PthreadMutex { page });
+        }
+        let mut attr = core::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
+        // SAFETY: initialises the local attribute object.
+        check(unsafe { libc::pthread_mutexattr_init(attr.as_mut_ptr()) })?;
+        let a = attr.as_mut_ptr();
+        // SAFETY: `a` was initialised just above and is destroyed below;
+        // `m` is page-aligned, writable and not yet initialised.
+        let r = unsafe {
+            let mut r = libc::pthread_mutexattr_setpshared(a, libc::PTHREAD_PROCESS_SHARED);
+            if r == 0 {
+                r = libc::pthread_mutexattr_setrobust(a, libc::PTHREAD_MUTEX_ROBUST);
+            }
+            if r == 0 {
+                r = libc::pthread_mutex_init(m, a);
+            }
+            libc::pthread_mutexattr_destroy(a);
+            r
+        };
+        check(r)?;
+        Ok(PthreadMutex { page })
+    }
+
+    fn raw(&self) -> *mut libc::pthread_mutex_t {
+        self.page.ptr.as_ptr().cast()
+    }
+
+    /// `pthread_mutex_lock(m)`, `f()`, `pthread_mutex_unlock(m)`. A robust
+    /// mutex whose holder died (`EOWNERDEAD`) is made consistent and held;
+    /// any other error panics (nothing here can cause one: a recursive
+    /// call on a plain mutex deadlocks, as C's would).
+    #[inline]
+    pub fn section<R>(&self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: an initialised mutex, alive while `self` is borrowed.
+        let r = unsafe { libc::pthread_mutex_lock(self.raw()) };
+        if r != 0 {
+            self.lock_failed(r);
+        }
+        let _held = Held(self);
+        f()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_failed(&self, r: i32) {
+        assert_eq!(r, libc::EOWNERDEAD, "pthread_mutex_lock: errno {r}");
+        // SAFETY: the caller holds the mutex (EOWNERDEAD means it does).
+        let r = unsafe { libc::pthread_mutex_consistent(self.raw()) };
+        assert_eq!(r, 0, "pthread_mutex_consistent: errno {r}");
+    }
+}
+
+/// The lock `section` took; unlocks it on drop (unwinding included).
+struct Held<'a>(&'a PthreadMutex);
+
+impl Drop for Held<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this thread locked the mutex in `section` and still holds it.
+        unsafe { libc::pthread_mutex_unlock(self.0.raw()) };
+    }
+}
+
+impl Drop for PthreadMutex {
+    fn drop(&mut self) {
+        // SAFETY: initialised; unlocked (every `section` has returned: none
+        // borrows `self` now), so destroying it is allowed. The page
+        // itself is unmapped by `Page`'s drop, after this.
+        unsafe { libc::pthread_mutex_destroy(self.raw()) };
+    }
+}
+
+/// A child forked by [`fork`]; waited for on drop if not before.
+pub struct Child {
+    pid: libc::pid_t,
+    waited: bool,
+}
+
+impl Child {
+    /// `waitpid(pid, &status, 0)`: whether the child exited with status 0.
+    pub fn wait(mut self) -> std::io::Result<bool> {
+        self.waited = true;
+        wait_for(self.pid)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.waited {
+            let _ = wait_for(self.pid);
+        }
+    }
+}
+
+fn wait_for(pid: libc::pid_t) -> std::io::Result<bool> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child; `status` is a valid local.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// The threads of this process, from /proc/self/task.
+fn threads() -> std::io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
+/// `fork()`; the child runs `child` and `_exit`s: 0 if it returned true,
+/// 1 if false or if it panicked. Refused (`Ok(None)`) unless this process
+/// has one thread: after `fork` in a process with others, the child may
+/// only make async-signal-safe calls. A thread just joined may be listed
+/// for a moment after the join, so the count is asked a few times.
+pub fn fork(child: impl FnOnce() -> bool) -> std::io::Result<Option<Child>> {
+    let mut n = threads()?;
+    for _ in 0..50 {
+        if n == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        n = threads()?;
+    }
+    if n != 1 {
+        return Ok(None);
+    }
+    // SAFETY: this process has one thread (it cannot have gained one since
+    // the count: only this thread could have made it), so the child is a
+    // complete copy and may run any code; it never returns from here.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(false);
+            // SAFETY: ends the child at once, without running the parent's
+            // exit handlers or flushing its copies of the parent's buffers.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        pid => Ok(Some(Child { pid, waited: false })),
+    }
+}
+
+/// The cpus the calling thread may run on: `sched_getaffinity(0, ...)`.
+pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is a valid, empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: writes at most `size_of(set)` bytes into the local `set`.
+    let r = unsafe { libc::sched_getaffinity(0, core::mem::size_of_val(&set), &mut set) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let max = 8 * core::mem::size_of_val(&set);
+    Ok((0..max)
+        // SAFETY: CPU_ISSET reads one bit of the local set; every index is
+        // below its size.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Binds the calling thread to `cpus`: `sched_setaffinity(0, ...)`.
+pub fn set_cpus(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is a valid, empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: CPU_SET writes one bit of the local set (an index beyond
+        // it panics: the bits are a bounds-checked array).
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: reads `size_of(set)` bytes from the local `set`.
+    let r = unsafe { libc::sched_setaffinity(0, core::mem::size_of_val(&set), &set) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
