@@ -183,6 +183,17 @@ impl<'a> Bitmap<'a> {
     }
 }
 
+/// Whether index `idx` of mechanism `m` is in use: one word of the bitmap,
+/// for the lookup paths (building a whole [`Bitmap`] costs more).
+#[inline]
+pub fn is_used(a: &Arena, m: Mech, idx: u32) -> bool {
+    let l = a.layout();
+    idx < l.ipc_mni
+        && a
+            .view::<AtomicU64>(l.table(m).bitmap + u64::from(idx / 64) * 8)
+            .is_ok_and(|w| w.load(Relaxed) & (1 << (idx % 64)) != 0)
+}
+
 /// `ipc_idr_alloc`: picks an index and its sequence number and marks the
 /// index used. The caller has checked the in-use limit (`ipc_addid`).
 /// Returns `(idx, seq)`; ENOSPC when no index is free.

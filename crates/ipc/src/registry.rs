@@ -74,7 +74,7 @@ pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
 /// The slot of index `idx` if the index is in use (EINVAL otherwise),
 /// without the registry lock.
 pub fn used_slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
-    if !Bitmap::of(a, K::MECH).readable(idx) {
+    if !ids::is_used(a, K::MECH, idx) {
         return Err(Errno::EINVAL);
     }
     slot::<K>(a, idx)
@@ -88,7 +88,10 @@ pub struct Found<'a, S> {
     pub generation: u64,
 }
 
-/// A held registry lock.
+/// A held registry lock. `repr(C)`, word-sized fields first: returned by
+/// value on every call, it must move as whole words (odd byte offsets made
+/// the moves stall on store forwarding).
+#[repr(C)]
 pub struct Reg<'a> {
     pub a: &'a Arena,
     pub r: &'a Registry,
@@ -143,20 +146,24 @@ impl<'a> Reg<'a> {
     #[inline]
     pub fn find_key(&self, key: i32) -> Result<Option<u32>, Errno> {
         match self.find_key_checked(key) {
-            Err(Errno::EUCLEAN) => {
-                (self.rebuild)(self)?;
-                self.find_key_checked(key)
-            }
+            Err(Errno::EUCLEAN) => self.find_key_again(key),
             r => r,
         }
     }
 
+    #[cold]
+    fn find_key_again(&self, key: i32) -> Result<Option<u32>, Errno> {
+        (self.rebuild)(self)?;
+        self.find_key_checked(key)
+    }
+
+    #[inline(always)]
     fn find_key_checked(&self, key: i32) -> Result<Option<u32>, Errno> {
         let Some(idx) = keys::get(self.a, self.r, key)? else {
             return Ok(None);
         };
         // The entry must name a live object with this key.
-        if !self.bm().test(idx) {
+        if !ids::is_used(self.a, self.mech, idx) {
             return Err(Errno::EUCLEAN);
         }
         let h = self.a.view::<Head>(self.a.layout().slot_off(self.mech, idx))?;

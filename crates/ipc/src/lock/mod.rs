@@ -297,6 +297,7 @@ mod guard {
 
     /// A held [`Lock`]; releases on drop. Not `Send`: the lock names the
     /// thread that took it.
+    #[repr(C)]
     pub struct Guard<'a> {
         lock: &'a Lock,
         recovered: bool,
