@@ -175,12 +175,6 @@ impl<'a> Bitmap<'a> {
         }
         Ok(())
     }
-
-    /// Whether slot `idx` may be read: its index is in use (so its page
-    /// was reserved when the object was created).
-    pub fn readable(&self, idx: u32) -> bool {
-        self.test(idx)
-    }
 }
 
 /// Whether index `idx` of mechanism `m` is in use: one word of the bitmap,
