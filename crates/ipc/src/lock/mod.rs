@@ -11,8 +11,8 @@
 //! more, plus a `FUTEX_WAKE` only if [`WAITERS`] was set. Waiters sleep on
 //! the word's low 32 bits (a shared futex) with a timeout ([`Os::wait`]).
 //!
-//! Each time a waiter's sleep runs out with the same holder it asks
-//! whether the holder lives: a thread with that tid exists, is not a
+//! Before its first sleep, and each time a sleep runs out with the same
+//! holder, a waiter asks whether the holder lives: a thread with that tid exists, is not a
 //! zombie, and has that tag. If not (it died, its tid was reused, the word
 //! is garbage, or it dates from an earlier boot), the lock is taken over:
 //! a compare-and-swap from the exact word observed, so a lock that changed
@@ -160,6 +160,7 @@ impl Lock {
     #[cold]
     fn acquire_slow<O: Os>(&self, os: &O, me: u64) -> Result<bool, Errno> {
         let mut spins = 0;
+        let mut checked = false;
         loop {
             os.step()?;
             let v = self.word.load(Ordering::Relaxed);
@@ -190,6 +191,17 @@ impl Lock {
             if spins < os.spins() {
                 spins += 1;
                 core::hint::spin_loop();
+                continue;
+            }
+            if !checked {
+                // Before the first sleep: a holder that is already gone
+                // (a corpse, junk) is taken over without waiting a slice.
+                checked = true;
+                if os.liveness(v & WHO) == Liveness::Gone
+                    && let Some(r) = self.take_over(os, v, me)?
+                {
+                    return Ok(r);
+                }
                 continue;
             }
             if v & WAITERS == 0
