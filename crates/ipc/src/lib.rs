@@ -25,6 +25,7 @@ pub mod namespace;
 mod object;
 mod perm;
 mod procfs;
+mod regions;
 mod registry;
 pub mod sem;
 pub mod shm;
