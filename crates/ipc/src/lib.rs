@@ -36,6 +36,8 @@ not_loom! {
     mod object;
     mod perm;
     mod procfs;
+    #[doc(hidden)]
+    pub mod regions;
     mod registry;
     pub mod sem;
     pub mod shm;

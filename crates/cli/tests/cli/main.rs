@@ -3,6 +3,7 @@
 
 mod bench;
 mod command;
+mod fuzz;
 mod idmap;
 mod ipcmk;
 mod ipcrm;

@@ -1,6 +1,9 @@
 //! Integration tests of the ipcns core. One binary; a module per concern.
 
 mod basics;
+mod corrupt;
 mod crash;
 mod diff;
+mod fuzz;
+mod stress;
 mod support;

@@ -4,6 +4,8 @@
 //! # Safety
 //! `fork_run` forks the multi-threaded test process; the child runs only its
 //! closure and `_exit`s. `drop_to` makes plain credential system calls.
+//! `wait_child_deadline` polls its own child; `child_reports_to` redirects
+//! a forked child's fd 2 onto a descriptor it owns.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -130,4 +132,57 @@ pub fn kernel_or_skip(test: &str) -> bool {
     }
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
     false
+}
+
+/// Waits for a child from [`fork_child`] at most `limit`: its exit code
+/// (`-signal` if killed), or, if it was still running, what it was doing
+/// (its state and wait channel: a sleeper in a futex waits for a lock, a
+/// runner loops), after which it is killed with SIGKILL and reaped.
+pub fn wait_child_deadline(pid: i32, limit: std::time::Duration) -> Result<i32, String> {
+    let start = std::time::Instant::now();
+    let mut nap = std::time::Duration::from_micros(50);
+    loop {
+        let mut status = 0;
+        // SAFETY: polls our own child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(r >= 0, "waitpid: {}", std::io::Error::last_os_error());
+        if r == pid {
+            return Ok(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                -libc::WTERMSIG(status)
+            });
+        }
+        if start.elapsed() >= limit {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').next())
+                .unwrap_or("?")
+                .to_string();
+            let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+            kill(pid);
+            wait_child(pid);
+            return Err(format!("state {state}, wchan {wchan:?}"));
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(std::time::Duration::from_millis(5));
+    }
+}
+
+/// For a forked child: its standard error (glibc's assertion messages
+/// before an abort, say) goes to `sink`, and each panic is written there
+/// as one line `panic MESSAGE`, since the harness's output capture,
+/// inherited through fork, would swallow the default hook's message.
+pub fn child_reports_to(sink: std::os::unix::net::UnixStream) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: duplicates a descriptor we own onto fd 2; nothing else in
+    // the (single-threaded) child is using fd 2 meanwhile.
+    unsafe { libc::dup2(sink.as_raw_fd(), 2) };
+    std::panic::set_hook(Box::new(move |info| {
+        use std::io::Write;
+        let msg = info.to_string().replace('\n', " | ");
+        let _ = writeln!(&sink, "panic {msg}");
+    }));
 }
