@@ -142,7 +142,13 @@ fn zero(a: &Arena, off: u64, len: u64) -> Result<(), Errno> {
 fn bump(a: &Arena, size: u64, align: u64) -> Result<u64, Errno> {
     let h = &a.header().heap;
     let l = a.layout();
-    let top = h.top.load(Relaxed).max(l.heap_off).div_ceil(align) * align;
+    let top = h
+        .top
+        .load(Relaxed)
+        .max(l.heap_off)
+        .div_ceil(align)
+        .checked_mul(align)
+        .ok_or(Errno::ENOMEM)?;
     let new_top = top.checked_add(size).ok_or(Errno::ENOMEM)?;
     if new_top > h.end.load(Relaxed).min(l.size) {
         return Err(Errno::ENOMEM);

@@ -119,7 +119,7 @@ impl Namespace {
         }
         // The backing file, before an index is taken (shmem_kernel_file_setup
         // precedes ipc_addid).
-        let serial = reg.r.serial.fetch_add(1, Relaxed) + 1;
+        let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
         let path = segment_path(a, serial);
         let file = std::fs::OpenOptions::new()
             .read(true)

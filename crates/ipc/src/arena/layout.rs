@@ -77,7 +77,7 @@ pub fn slot_pages(n: u64) -> u64 {
 }
 
 fn round_up(x: u64, to: u64) -> u64 {
-    x.div_ceil(to) * to
+    x.div_ceil(to).saturating_mul(to)
 }
 
 impl Layout {
@@ -116,7 +116,7 @@ impl Layout {
             shift,
             tables,
             heap_off,
-            size: heap_off + round_up(heap_size, PAGE),
+            size: heap_off.saturating_add(round_up(heap_size, PAGE)),
         }
     }
 
