@@ -51,3 +51,13 @@ impl Namespace {
         out
     }
 }
+
+impl Namespace {
+    /// Runs `f` holding mechanism `m`'s registry lock (tests: a holder that
+    /// stops or dies with the lock held).
+    #[doc(hidden)]
+    pub fn hold_registry<R>(&self, m: Mech, f: impl FnOnce() -> R) -> Result<R, crate::Errno> {
+        let _g = self.arena().header().registries[m as usize].lock.lock()?;
+        Ok(f())
+    }
+}

@@ -145,18 +145,48 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
     let meta = std::fs::metadata(ns.path()).with_context(|| format!("{}", ns.path().display()))?;
     let cred = (*ns.cred()?).clone();
     let sys = NsCaller { ns, cred };
-    let (_, sem) = sysv::sem_info(&sys, abi::SEM_INFO)?;
-    let (_, msg) = sysv::msg_info(&sys, abi::MSG_INFO)?;
-    let (_, shm) = sysv::shm_shm_info(&sys)?;
+    // The locks first: a registry held by a live holder (one that is
+    // stopped, say) would block its INFO call, so it is named instead.
+    let held = ns.lock_holders();
+    let busy = |m: &str| {
+        held.iter().find_map(|(name, h)| {
+            (name == &format!("{m} registry") && h.verdict == ipcns::Liveness::Alive)
+                .then(|| format!("(not counted: its registry is held by thread {})", h.tid))
+        })
+    };
+    let sem = match busy("sem") {
+        Some(why) => why,
+        None => {
+            let (_, i) = sysv::sem_info(&sys, abi::SEM_INFO)?;
+            format!("{} sets, {} semaphores", i.semusz, i.semaem)
+        }
+    };
+    let msg = match busy("msg") {
+        Some(why) => why,
+        None => {
+            let (_, i) = sysv::msg_info(&sys, abi::MSG_INFO)?;
+            format!(
+                "{} queues, {} messages, {} bytes queued",
+                i.msgpool, i.msgmap, i.msgtql
+            )
+        }
+    };
+    let shm = match busy("shm") {
+        Some(why) => why,
+        None => {
+            let (_, i) = sysv::shm_shm_info(&sys)?;
+            format!("{} segments, {} pages", i.used_ids, i.shm_tot)
+        }
+    };
     Ok(format!(
         "name:    {}\n\
          path:    {}\n\
          size:    {} bytes ({} allocated)\n\
          mode:    {:04o} (owner {}, group {})\n\
          extend:  {} (ipc_mni {}, {}-bit index)\n\
-         sem:     {} sets, {} semaphores\n\
-         msg:     {} queues, {} messages, {} bytes queued\n\
-         shm:     {} segments, {} pages\n\
+         sem:     {sem}\n\
+         msg:     {msg}\n\
+         shm:     {shm}\n\
          heap:    {} bytes in use\n\
          locks:   {}\n",
         ns.name(),
@@ -169,22 +199,14 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
         if ns.extend() { "yes" } else { "no" },
         ns.ipc_mni(),
         ns.index_bits(),
-        sem.semusz,
-        sem.semaem,
-        msg.msgpool,
-        msg.msgmap,
-        msg.msgtql,
-        shm.used_ids,
-        shm.shm_tot,
         ns.heap_in_use(),
-        lock_report(ns),
+        lock_report(&held),
     ))
 }
 
 /// The held namespace locks: `none held`, or each with its holder's thread
 /// id and state (a stopped holder stalls everyone: this names it).
-fn lock_report(ns: &Namespace) -> String {
-    let held = ns.lock_holders();
+fn lock_report(held: &[(String, ipcns::Holder)]) -> String {
     if held.is_empty() {
         return "none held".to_string();
     }

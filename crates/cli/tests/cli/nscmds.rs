@@ -305,3 +305,62 @@ fn ns_list_shows_arenas_only_and_never_blocks() {
         );
     }
 }
+
+/// A participant stopped while holding a registry lock stalls the others
+/// (out of scope, as for any shared lock); `ns info` must not: it names the
+/// holder, its state, and skips what that lock guards. Once the holder is
+/// killed, the next caller takes the lock over at once.
+#[test]
+#[allow(unsafe_code)]
+fn ns_info_names_a_stopped_holder_and_does_not_block() {
+    use std::time::Duration;
+    let d = crate::TempDir::new("holder");
+    assert!(d.run(&["ipcmk", "-S", "2"]).status.success());
+    let path = d.path().join("ipcns.default");
+    // SAFETY: the child opens the namespace, takes a lock and stops itself;
+    // it never returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let ns = ipcns::Namespace::open_at(&path).expect("attach");
+        let _ = ns.hold_registry(ipcns::Mech::Sem, || {
+            // SAFETY: stops this process; the parent kills it.
+            unsafe { libc::raise(libc::SIGSTOP) };
+        });
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(0) };
+    }
+    let mut st = 0;
+    // SAFETY: waits for our child to stop.
+    unsafe { libc::waitpid(pid, &mut st, libc::WUNTRACED) };
+    assert!(libc::WIFSTOPPED(st));
+    let o = crate::output_within(&mut d.command(&["ns", "info"]), Duration::from_secs(10))
+        .expect("ns info blocked on the held lock");
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(
+        out.contains(&format!("sem registry held by thread {pid} (state T)")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "not counted: its registry is held by thread {pid}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("msg:     0 queues"), "{out}");
+    // SAFETY: kills our stopped child, then reaps it.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut st, 0);
+    }
+    let o = crate::output_within(&mut d.command(&["ipcs", "-s"]), Duration::from_secs(5))
+        .expect("ipcs after the holder died");
+    assert!(o.status.success());
+    let o = d.run(&["ns", "info"]);
+    assert!(
+        text(&o.stdout).contains("locks:   none held"),
+        "{}",
+        text(&o.stdout)
+    );
+}
