@@ -36,7 +36,7 @@ IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):
   proc sem|msg|shm                    the namespace's /proc/sysvipc text
   ns create NAME [--extend] [--mode OCTAL]
   ns list | ns info [NAME] | ns remove NAME
-                                      namespaces (arena files in $IPCNS_DIR or /dev/shm)
+                                      namespaces (arena files in $IPCNS_DIR or /dev/shm/ipcns-UID)
 ";
 
 fn main() -> ExitCode {

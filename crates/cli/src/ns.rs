@@ -2,11 +2,11 @@
 //! namespace command takes.
 
 use anyhow::{Context, bail};
-use ipcns::namespace::{default_name, dir};
+use ipcns::namespace::default_name;
 use ipcns::sysv::{self, NsCaller};
 use ipcns::{CreateOptions, Namespace, abi};
 use lexopt::prelude::*;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -14,7 +14,8 @@ usage: ipcns ns create NAME [--extend] [--mode OCTAL]
        ipcns ns list
        ipcns ns info [NAME]
        ipcns ns remove NAME
-Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).";
+Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm/ipcns-UID).
+Another user's namespace is used only if created shared and IPCNS_SHARED=1.";
 
 /// Splits `--ns NAME` / `--ns=NAME` (before any `--`) off `args`: the
 /// namespace to use (`$IPCNS`, else `default`, when absent) and the rest.
@@ -58,7 +59,7 @@ pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
             if let Some(a) = p.next()? {
                 return Err(a.unexpected().into());
             }
-            let names = Namespace::list().with_context(|| format!("{}", dir().display()))?;
+            let names = Namespace::list()?;
             let mut out = String::new();
             for n in names {
                 out.push_str(&n);
@@ -118,14 +119,8 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     let Some(name) = name else {
         bail!("a namespace NAME is required\n{USAGE}");
     };
+    // The library gives the file exactly `opts.mode`, whatever the umask.
     let ns = Namespace::create(&name, opts)?;
-    // The creation mode passes through the umask; the file's permissions
-    // are the namespace's security boundary, so set them as asked.
-    std::fs::set_permissions(
-        ns.arena().path(),
-        std::fs::Permissions::from_mode(opts.mode),
-    )
-    .with_context(|| format!("{}", ns.arena().path().display()))?;
     crate::print_out(&format!("{}\n", ns.arena().path().display()))
 }
 

@@ -9,6 +9,9 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"IPCNSARN");
 pub const LAYOUT_VERSION: u32 = 1;
 /// `flags` bit: ipcmni_extend mode.
 pub const FLAG_EXTEND: u32 = 1;
+/// `flags` bit: created shared (the creation mode gave group or other any
+/// permission), so other users may attach when they ask to.
+pub const FLAG_SHARED: u32 = 2;
 
 /// The namespace's limits and sysctls (`/proc/sys/kernel/...`), as Linux
 /// keeps them per IPC namespace. Protected by the sem registry lock for
