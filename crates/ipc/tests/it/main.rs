@@ -3,4 +3,5 @@
 mod basics;
 mod crash;
 mod diff;
+mod security;
 mod support;
