@@ -46,7 +46,7 @@ not_loom! {
 
     pub use arena::header::MAGIC as ARENA_MAGIC;
     pub use arena::layout::Mech;
-    pub use arena::{ArenaError, CreateOptions};
+    pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
     pub use check::Census;
     pub use creds::Cred;
     pub use errno::{Errno, SysResult};

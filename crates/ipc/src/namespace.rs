@@ -1,9 +1,14 @@
-//! Namespaces by name: one arena file each, `ipcns.NAME` in /dev/shm (or
-//! `$IPCNS_DIR`).
+//! Namespaces by name: one arena file each, `ipcns.NAME` in the caller's
+//! private directory `/dev/shm/ipcns-UID` (or `$IPCNS_DIR`), its segment
+//! files in the directory `ipcns.NAME.d` beside it.
+//!
+//! Who may attach to which file, and how files are made, is arena/file.rs's
+//! business; this module turns names into paths.
 
-use crate::arena::{Arena, ArenaError, CreateOptions};
+pub use crate::arena::Access;
+use crate::arena::{self, Arena, ArenaError, CreateOptions};
 use crate::creds::{self, Cred};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// File name prefix of arenas.
@@ -15,9 +20,21 @@ pub struct Namespace {
     arena: Arena,
 }
 
-/// The directory holding the arenas: `$IPCNS_DIR`, else /dev/shm.
-pub fn dir() -> PathBuf {
-    std::env::var_os("IPCNS_DIR").map_or_else(|| PathBuf::from("/dev/shm"), PathBuf::from)
+/// Where the per-user directories of arenas are made.
+const DEFAULT_BASE: &str = "/dev/shm";
+
+/// The directory holding the arenas: `$IPCNS_DIR` as given when set and
+/// not empty; else the caller's own `/dev/shm/ipcns-UID` (UID the
+/// effective uid), made with mode 0700 if missing and refused
+/// ([`ArenaError::BadDir`]) unless it is a real directory of the caller's
+/// that nobody else can write in. So a plain `ipcns ipcmk` never lands in a
+/// file someone else chose; in a directory given explicitly, the owner check
+/// at attach protects the caller.
+pub fn dir() -> Result<PathBuf, ArenaError> {
+    match std::env::var_os("IPCNS_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => arena::private_dir(Path::new(DEFAULT_BASE), arena::euid()),
+    }
 }
 
 /// The namespace named by `$IPCNS`, else `default`.
@@ -28,22 +45,39 @@ pub fn default_name() -> String {
         .unwrap_or_else(|| "default".to_string())
 }
 
-/// The arena path of namespace `name`; names are 1 to 200 of
-/// `[A-Za-z0-9_.-]`, not starting with a dot.
+/// Checks a namespace name: 1 to 200 of `[A-Za-z0-9_.-]`, not starting
+/// with '.' or '-', not ending in `.d` (a namespace's segment directory)
+/// and not containing `.tmp.` (an arena being made), so that no name's
+/// files can be another name's.
+pub fn check_name(name: &str) -> Result<(), ArenaError> {
+    let why = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > 200 {
+        "it is longer than 200 bytes"
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    {
+        "only letters, digits, '_', '.' and '-' are allowed"
+    } else if name.starts_with('.') || name.starts_with('-') {
+        "it starts with '.' or '-'"
+    } else if name.ends_with(".d") {
+        "it ends in '.d' (the suffix of a namespace's segment directory)"
+    } else if name.contains(".tmp.") {
+        "it contains '.tmp.' (the infix of an arena being made)"
+    } else {
+        return Ok(());
+    };
+    Err(ArenaError::BadName {
+        name: name.to_string(),
+        why,
+    })
+}
+
+/// The arena path of namespace `name` (see [`check_name`]) in [`dir`].
 pub fn path_of(name: &str) -> Result<PathBuf, ArenaError> {
-    let ok = !name.is_empty()
-        && name.len() <= 200
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
-    if !ok {
-        return Err(ArenaError::NotAnArena {
-            path: PathBuf::from(name),
-            why: "a namespace name is 1 to 200 letters, digits, '_', '.' or '-', not starting with '.'".to_string(),
-        });
-    }
-    Ok(dir().join(format!("{PREFIX}{name}")))
+    check_name(name)?;
+    Ok(dir()?.join(format!("{PREFIX}{name}")))
 }
 
 impl Namespace {
@@ -55,11 +89,19 @@ impl Namespace {
         })
     }
 
-    /// Attaches to namespace `name`.
+    /// Attaches to namespace `name`: the caller's own, or one shared with
+    /// it if `IPCNS_SHARED=1` ([`Access::from_env`]).
     pub fn open(name: &str) -> Result<Namespace, ArenaError> {
+        Namespace::open_as(name, Access::from_env())
+    }
+
+    /// Attaches to namespace `name` with `access`: [`Access::Own`] refuses a
+    /// file another user owns, [`Access::Shared`] accepts it if it was
+    /// created shared.
+    pub fn open_as(name: &str, access: Access) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: name.to_string(),
-            arena: Arena::open(&path_of(name)?)?,
+            arena: Arena::open(&path_of(name)?, access)?,
         })
     }
 
@@ -71,16 +113,22 @@ impl Namespace {
         })
     }
 
-    /// Attaches to the arena at an explicit path.
+    /// Attaches to the arena at an explicit path, as [`Namespace::open`].
     pub fn open_at(path: &std::path::Path) -> Result<Namespace, ArenaError> {
+        Namespace::open_at_as(path, Access::from_env())
+    }
+
+    /// Attaches to the arena at an explicit path, as [`Namespace::open_as`].
+    pub fn open_at_as(path: &std::path::Path, access: Access) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: path.display().to_string(),
-            arena: Arena::open(path)?,
+            arena: Arena::open(path, access)?,
         })
     }
 
     /// Attaches to namespace `name`, creating it with default options if
-    /// it does not exist (as every process has an IPC namespace).
+    /// it does not exist (as every process has an IPC namespace); honours
+    /// `IPCNS_SHARED` as [`Namespace::open`] does.
     pub fn open_or_create(name: &str) -> Result<Namespace, ArenaError> {
         match Namespace::open(name) {
             Err(ArenaError::NotFound { .. }) => {
@@ -93,53 +141,56 @@ impl Namespace {
         }
     }
 
-    /// Removes namespace `name`: its arena file and its segments' files.
-    /// Attached processes keep their mappings until they exit.
+    /// Removes namespace `name`: its arena file, and its segment directory
+    /// with the `shm.N` files in it. Attached processes keep their mappings
+    /// until they exit.
     pub fn remove(name: &str) -> Result<(), ArenaError> {
-        let p = path_of(name)?;
-        std::fs::remove_file(&p).map_err(|source| {
+        Namespace::remove_at(&path_of(name)?)
+    }
+
+    /// Removes the namespace at an explicit arena path, as
+    /// [`Namespace::remove`]. The segment directory goes only if it is a
+    /// real directory of the arena's owner, and only its `shm.N` files.
+    pub fn remove_at(path: &Path) -> Result<(), ArenaError> {
+        use std::os::unix::fs::MetadataExt;
+        let io = |source: std::io::Error| {
             if source.kind() == std::io::ErrorKind::NotFound {
-                ArenaError::NotFound { path: p.clone() }
+                arena::not_found(path)
             } else {
                 ArenaError::Io {
-                    path: p.clone(),
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        };
+        let owner = std::fs::symlink_metadata(path).map_err(io)?.uid();
+        std::fs::remove_file(path).map_err(io)?;
+        arena::remove_segments(path, owner);
+        Ok(())
+    }
+
+    /// The names of the namespaces in [`dir`]: regular files named
+    /// `ipcns.NAME`, for a valid NAME, that start with an arena's magic
+    /// number (so no half-made arenas). Never follows a link or waits on a
+    /// FIFO.
+    pub fn list() -> Result<Vec<String>, ArenaError> {
+        let d = dir()?;
+        let entries = std::fs::read_dir(&d).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ArenaError::NoDir { dir: d.clone() }
+            } else {
+                ArenaError::Io {
+                    path: d.clone(),
                     source,
                 }
             }
         })?;
-        let segments = format!("{PREFIX}{name}.shm.");
-        if let Ok(entries) = std::fs::read_dir(dir()) {
-            for e in entries.filter_map(|e| e.ok()) {
-                let n = e.file_name();
-                let n = n.to_string_lossy();
-                if n.strip_prefix(&segments)
-                    .is_some_and(|serial| serial.bytes().all(|b| b.is_ascii_digit()))
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The names of the namespaces in [`dir`]: files named `ipcns.NAME`
-    /// that start with an arena's magic number (so neither shm segment
-    /// files nor half-made arenas).
-    pub fn list() -> std::io::Result<Vec<String>> {
-        let is_arena = |p: &std::path::Path| {
-            use std::io::Read;
-            let mut magic = [0u8; 8];
-            std::fs::File::open(p)
-                .and_then(|mut f| f.read_exact(&mut magic))
-                .is_ok()
-                && u64::from_le_bytes(magic) == crate::arena::header::MAGIC
-        };
-        let mut v: Vec<String> = std::fs::read_dir(dir())?
+        let mut v: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| is_arena(&e.path()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|n| n.strip_prefix(PREFIX).map(str::to_string))
-            .filter(|n| path_of(n).is_ok())
+            .filter_map(|e| Some((e.path(), e.file_name().into_string().ok()?)))
+            .filter_map(|(p, n)| Some((p, n.strip_prefix(PREFIX)?.to_string())))
+            .filter(|(p, n)| check_name(n).is_ok() && arena::is_arena(p))
+            .map(|(_, n)| n)
             .collect();
         v.sort();
         Ok(v)

@@ -1,17 +1,19 @@
 //! Shared memory segments: `shmget` and `shmctl` (ipc/shm.c). `shmat` and
 //! `shmdt` arrive with the operations.
 //!
-//! Each segment's pages live in a file of its own beside the arena,
-//! `<arena>.shm.<serial>`, created at `shmget` (sparse, exactly `size`
-//! bytes) and unlinked when the segment is destroyed; `shmat` will map it.
+//! Each segment's pages live in a file of its own in the namespace's
+//! segment directory, `<arena>.d/shm.<serial>`, created at `shmget` (sparse,
+//! exactly `size` bytes, the arena's mode without `x`) and unlinked when the
+//! segment is destroyed, by whichever participant destroys it; `shmat` will
+//! map it. The directory's rules are in arena/file.rs.
 //!
 //! # Protocol
 //! As sem.rs. Registry counter `used` = `shm_tot`, the pages of all
 //! segments (`ceil(size / 4096)` each).
 
 use crate::abi::{self, shm_info, shmid64_ds, shminfo64};
-use crate::arena::Arena;
 use crate::arena::layout::Mech;
+use crate::arena::{self, Arena};
 use crate::creds::Cred;
 use crate::ctl;
 use crate::errno::{Errno, SysResult};
@@ -22,18 +24,17 @@ use crate::object::ShmSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
 use core::sync::atomic::Ordering::Relaxed;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 const PAGE_SHIFT: u32 = 12;
 
 pub(crate) struct ShmKind;
 
-/// The backing file of the segment with serial `serial`.
+/// The backing file of the segment with serial `serial`,
+/// `<arena>.d/shm.<serial>`.
 pub(crate) fn segment_path(a: &Arena, serial: u64) -> PathBuf {
-    let mut p = a.path().as_os_str().to_owned();
-    p.push(format!(".shm.{serial}"));
-    PathBuf::from(p)
+    arena::segment_dir_of(a.path()).join(format!("shm.{serial}"))
 }
 
 /// `(size + PAGE_SIZE - 1) >> PAGE_SHIFT`, wrapping as size_t does.
@@ -119,19 +120,13 @@ impl Namespace {
         }
         // The backing file, before an index is taken (shmem_kernel_file_setup
         // precedes ipc_addid).
+        // A file that cannot be made (a full tmpfs, a segment directory
+        // that is not the namespace's) is shmem_kernel_file_setup failing:
+        // ENOMEM, as shmem_get_inode's failure gives.
         let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-        let path = segment_path(a, serial);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|f| f.set_len(size).map(|()| f));
-        if file.is_err() {
-            let _ = std::fs::remove_file(&path);
+        let Ok(path) = arena::create_segment(a.path(), a.file(), serial, size) else {
             return Err(Errno::ENOMEM);
-        }
+        };
         let stored = core::cell::Cell::new(false);
         let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
             ctl::init_head(cred, &s.head, shmflg, now());
@@ -334,7 +329,7 @@ fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
         let serial = s.serial.load(Relaxed);
-        if let Ok(m) = std::fs::metadata(segment_path(a, serial)) {
+        if let Ok(m) = std::fs::symlink_metadata(segment_path(a, serial)) {
             pages = pages.saturating_add((m.blocks() * 512) >> PAGE_SHIFT);
         }
     }

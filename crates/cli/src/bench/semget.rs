@@ -80,7 +80,7 @@ struct TempNs {
 impl TempNs {
     fn new() -> anyhow::Result<TempNs> {
         // Where namespaces live (/dev/shm, tmpfs), as a user's would.
-        let path = ipcns::namespace::dir().join(format!(
+        let path = ipcns::namespace::dir()?.join(format!(
             "ipcns-bench-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()

@@ -64,7 +64,7 @@ fn default_ns() -> anyhow::Result<String> {
 /// Fails unless the namespace directory exists: the library, asked to
 /// attach there, would name a missing temporary file instead.
 pub fn check_dir() -> anyhow::Result<()> {
-    let d = dir();
+    let d = dir()?;
     let from = if std::env::var_os("IPCNS_DIR").is_some() {
         " ($IPCNS_DIR)"
     } else {

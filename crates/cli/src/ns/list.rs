@@ -20,8 +20,10 @@ struct Row {
 
 /// The text of `ns list`: a header, then one aligned row per namespace,
 /// by name.
-pub fn text() -> std::io::Result<String> {
-    let mut rows: Vec<Row> = std::fs::read_dir(dir())?
+pub fn text() -> anyhow::Result<String> {
+    let d = dir()?;
+    let mut rows: Vec<Row> = std::fs::read_dir(&d)
+        .map_err(|e| anyhow::Error::new(e).context(format!("{}", d.display())))?
         .filter_map(|e| e.ok())
         .filter_map(|e| row(&e))
         .collect();

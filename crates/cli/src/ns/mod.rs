@@ -5,12 +5,11 @@ mod attach;
 mod list;
 
 use anyhow::{Context, bail};
-use ipcns::namespace::dir;
 use ipcns::{Census, CreateOptions, Namespace, abi};
 use ipcns_oracle::sysv::{self, NsCaller};
 use lexopt::prelude::*;
 use std::ffi::OsString;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
@@ -42,7 +41,7 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
                 return Err(a.unexpected().into());
             }
             check_dir()?;
-            let text = list::text().with_context(|| format!("{}", dir().display()))?;
+            let text = list::text()?;
             crate::print_out(&text)
         }
         "info" => {
@@ -107,11 +106,8 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
         bail!("a namespace NAME is required\n{USAGE}");
     };
     check_dir()?;
+    // The library gives the file exactly `opts.mode`, whatever the umask.
     let ns = Namespace::create(&name, opts)?;
-    // The creation mode passes through the umask; the file's permissions
-    // are the namespace's security boundary, so set them as asked.
-    std::fs::set_permissions(ns.path(), std::fs::Permissions::from_mode(opts.mode))
-        .with_context(|| format!("{}", ns.path().display()))?;
     crate::print_out(&format!("{}\n", ns.path().display()))
 }
 

@@ -154,7 +154,8 @@ impl Ns {
             .arg("--ns")
             .arg(&self.name)
             .args(args)
-            .env("IPCNS_DIR", &self.dir);
+            .env("IPCNS_DIR", &self.dir)
+            .env("IPCNS_SHARED", "1");
         let ours = env(&mut o).output().expect("run setpriv");
         same(
             &format!("(uid {uid}) {tool} {}", args.join(" ")),

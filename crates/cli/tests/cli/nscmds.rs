@@ -150,10 +150,10 @@ fn ns_create_list_info_remove() {
     let o = run(&["--ns=alpha", "ipcmk", "-M", "100"]);
     assert_eq!(text(&o.stdout), "Shared memory id: 0\n");
     // A segment's file is no namespace, and goes with its namespace.
-    assert!(dir.join("ipcns.alpha.shm.1").exists());
+    assert!(dir.join("ipcns.alpha.d/shm.1").exists());
     assert_eq!(listed(&run(&["ns", "list"])), ["alpha", "default"]);
     assert!(run(&["ns", "remove", "alpha"]).status.success());
-    assert!(!dir.join("ipcns.alpha.shm.1").exists());
+    assert!(!dir.join("ipcns.alpha.d").exists());
     let o = run(&["ns", "remove", "alpha"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(

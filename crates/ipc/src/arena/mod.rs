@@ -6,19 +6,22 @@
 //! one; attaching checks the magic number, the layout version and the sizes
 //! before anything else is read.
 
+mod file;
 pub mod header;
 pub mod layout;
 pub mod map;
 
 use crate::lock::boot_id;
+pub use file::{Access, segment_dir_of};
+pub(crate) use file::{create_segment, euid, is_arena, not_found, private_dir, remove_segments};
 
 use crate::errno::Errno;
 use header::{ARCH, FLAG_EXTEND, FLAG_SHARED, Header, LAYOUT_VERSION, LOCK_KIND, MAGIC};
 use layout::{HEADER_SIZE, Layout, SLOT_SIZE};
 use map::{Mapping, Shared};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -39,8 +42,36 @@ pub enum ArenaError {
     },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("{dir}: no such directory")]
+    NoDir { dir: PathBuf },
+    #[error("{dir}: refusing to use this directory: {why}")]
+    BadDir { dir: PathBuf, why: String },
+    #[error("{path}: {kind}, not a regular file; refusing to attach")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "{path}: owned by uid {owner}, not by you (uid {euid}); refusing to attach ({})",
+        not_owner_hint(.asked_shared)
+    )]
+    NotOwner {
+        path: PathBuf,
+        owner: u32,
+        euid: u32,
+        /// Whether the caller asked for [`Access::Shared`] (and the
+        /// namespace was not created shared).
+        asked_shared: bool,
+    },
+    #[error("{name:?}: invalid namespace name: {why}")]
+    BadName { name: String, why: &'static str },
     #[error("{0}")]
     Errno(#[from] Errno),
+}
+
+fn not_owner_hint(asked_shared: &bool) -> &'static str {
+    if *asked_shared {
+        "it was not created shared: its creation mode gave no group or other permission"
+    } else {
+        "set IPCNS_SHARED=1 to use a namespace shared with you"
+    }
 }
 
 /// How to make a new arena.
@@ -73,6 +104,13 @@ fn percpu_name(m: u32) -> &'static str {
 }
 
 /// A mapped arena.
+///
+/// The mapping is `MAP_SHARED` over a file any participant may truncate;
+/// touching a page past the new end then raises SIGBUS in every process
+/// that has it mapped. The size is checked against the header when a
+/// process attaches, not afterwards: a participant that truncates the file
+/// breaks the namespace, as one that scribbles over it does (see the
+/// README's security section).
 pub struct Arena {
     path: PathBuf,
     file: File,
@@ -105,20 +143,7 @@ impl Arena {
     /// something is there already.
     pub fn create(path: &Path, opts: CreateOptions) -> Result<Arena, ArenaError> {
         let layout = Layout::new(opts.extend, opts.heap_size);
-        let tmp = path.with_extension(format!(
-            "tmp.{}.{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
-        ));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(opts.mode)
-            .open(&tmp)
-            .map_err(io_err(&tmp))?;
+        let (tmp, file) = file::create_temporary(path, opts.mode)?;
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
             let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
@@ -129,35 +154,22 @@ impl Arena {
                 layout,
             };
             arena.init(opts.mode & 0o077 != 0)?;
-            // Publish: link fails if the name is taken, so two creators
-            // cannot both win.
-            std::fs::hard_link(&tmp, path).map_err(|e| {
-                if e.kind() == io::ErrorKind::AlreadyExists {
-                    ArenaError::Exists {
-                        path: path.to_path_buf(),
-                    }
-                } else {
-                    io_err(path)(e)
-                }
-            })?;
+            file::publish(&tmp, path, &arena.file, opts.mode)?;
             Ok(arena)
         })();
         let _ = std::fs::remove_file(&tmp);
         result
     }
 
-    /// Attaches to the arena at `path`.
-    pub fn open(path: &Path) -> Result<Arena, ArenaError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io_err(path))?;
+    /// Attaches to the arena at `path`: a regular file (not a link) of the
+    /// caller's, or one created shared if `access` is [`Access::Shared`].
+    pub fn open(path: &Path, access: Access) -> Result<Arena, ArenaError> {
+        let (mut file, meta) = file::open_arena(path)?;
         let not = |why: String| ArenaError::NotAnArena {
             path: path.to_path_buf(),
             why,
         };
-        let len = file.metadata().map_err(io_err(path))?.len();
+        let len = meta.len();
         let mut head = [0u8; 64];
         if len < HEADER_SIZE || file.read_exact(&mut head).is_err() {
             return Err(not(format!("{len} bytes, too short")));
@@ -175,6 +187,7 @@ impl Arena {
             });
         }
         let flags = (word(8) >> 32) as u32;
+        file::admit(path, &meta, flags, access)?;
         let size = word(16);
         let heap_off = word(24);
         let layout = Layout::new(flags & FLAG_EXTEND != 0, size.saturating_sub(heap_off));
@@ -271,6 +284,10 @@ impl Arena {
 
     pub(crate) fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
         self.map.view_slice(off, n).ok_or(Errno::EFAULT)
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Returns the pages of a range to the file system (they read as zeros).

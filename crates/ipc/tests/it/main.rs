@@ -5,5 +5,6 @@ mod corrupt;
 mod crash;
 mod diff;
 mod fuzz;
+mod security;
 mod stress;
 mod support;

@@ -41,7 +41,8 @@ impl TestNs {
 
 impl Drop for TestNs {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // The arena and its segment directory.
+        let _ = Namespace::remove_at(&self.path);
     }
 }
 
