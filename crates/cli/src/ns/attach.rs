@@ -4,7 +4,7 @@
 //! problem is named as what it is.
 
 use anyhow::{Context, bail};
-use ipcns::namespace::{default_name, dir, path_of};
+use ipcns::namespace::{check_name, default_name, dir};
 use ipcns::{ArenaError, Namespace};
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -42,13 +42,13 @@ pub fn take_ns_option(args: &[OsString]) -> anyhow::Result<(String, Vec<OsString
 }
 
 /// `name` if it is a valid namespace name, else an error saying so (the
-/// library's own check would call it "not an ipcns arena").
+/// library's rule, said with the name as given).
 pub fn valid_name(name: &OsStr) -> anyhow::Result<String> {
     // The rule admits ASCII only, so a name that passes is its lossy text.
     let text = name.to_string_lossy();
-    match path_of(&text) {
-        Ok(_) => Ok(text.into_owned()),
-        Err(ArenaError::NotAnArena { why, .. }) => bail!("invalid namespace name {name:?}: {why}"),
+    match check_name(&text) {
+        Ok(()) => Ok(text.into_owned()),
+        Err(ArenaError::BadName { why, .. }) => bail!("invalid namespace name {name:?}: {why}"),
         Err(e) => Err(e.into()),
     }
 }
