@@ -174,7 +174,11 @@ impl Arena {
         if len < HEADER_SIZE || file.read_exact(&mut head).is_err() {
             return Err(not(format!("{len} bytes, too short")));
         }
-        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&head[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
         if word(0) != MAGIC {
             return Err(not("bad magic number".to_string()));
         }
@@ -273,6 +277,8 @@ impl Arena {
     }
 
     pub fn header(&self) -> &Header {
+        // Every Arena maps at least HEADER_SIZE bytes (checked in `open`,
+        // made so in `create`), so the view exists; this cannot panic.
         self.map.view(0).expect("the header is in every arena")
     }
 
