@@ -4,7 +4,6 @@
 //! repair run, as any caller's would.
 
 use crate::arena::Arena;
-use crate::errno::Errno;
 use crate::keys;
 use crate::msg::MsgKind;
 use crate::namespace::Namespace;
@@ -22,6 +21,9 @@ pub struct Census {
     pub shm: u32,
 }
 
+/// At most this many problems are listed per mechanism.
+const MAX_PROBLEMS: usize = 50;
+
 impl Namespace {
     /// Verifies every invariant of the three registries: each used index
     /// holds a live object and each live object's index is used; every
@@ -29,31 +31,76 @@ impl Namespace {
     /// else; `in_use`, `max_idx` and the mechanism counters equal what the
     /// objects add up to. Returns the census, or the first violation.
     pub fn check(&self) -> Result<Census, String> {
+        let (census, problems) = self.problems();
+        match problems.into_iter().next() {
+            None => Ok(census),
+            Some(p) => Err(p),
+        }
+    }
+
+    /// Every violation [`Namespace::check`] looks for, each as a line
+    /// (`sem: in_use is 5, the objects say 1`), with the census of what
+    /// was found. A registry held by a live holder (a stopped process) is
+    /// reported as such and not waited for.
+    pub fn problems(&self) -> (Census, Vec<String>) {
         let a = self.arena();
-        Ok(Census {
-            sem: check_kind::<SemKind>(a)?,
-            msg: check_kind::<MsgKind>(a)?,
-            shm: check_kind::<ShmKind>(a)?,
-        })
+        let mut p = Vec::new();
+        let census = Census {
+            sem: check_kind::<SemKind>(a, &mut p),
+            msg: check_kind::<MsgKind>(a, &mut p),
+            shm: check_kind::<ShmKind>(a, &mut p),
+        };
+        (census, p)
     }
 }
 
-fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
+fn check_kind<K: Kind>(a: &Arena, out: &mut Vec<String>) -> u32 {
     let name = K::MECH.name();
-    let e = |what: String| format!("{name}: {what}");
-    let reg = Reg::lock::<K>(a).map_err(|x: Errno| e(format!("lock: {x}")))?;
+    let start = out.len();
+    let mut e = |what: String| {
+        if out.len() - start < MAX_PROBLEMS {
+            out.push(format!("{name}: {what}"));
+        }
+    };
+    let lock = &a.header().registries[K::MECH as usize].lock;
+    if let Some(h) = crate::lock::holder_of(lock)
+        && h.verdict == crate::lock::Liveness::Alive
+    {
+        e(format!(
+            "registry held by thread {} (state {}): not checked",
+            h.tid,
+            h.state.unwrap_or('?')
+        ));
+        return 0;
+    }
+    let reg = match Reg::lock::<K>(a) {
+        Ok(r) => r,
+        Err(x) => {
+            e(format!("lock: {x}"));
+            return 0;
+        }
+    };
     let (mut n, mut max, mut u1, mut u2, mut keyed) = (0u32, -1i32, 0u64, 0u64, 0u32);
     // The used indices only: other slots' pages may never have been
     // touched (16,777,216 of them in extend mode).
     for idx in reg.bm().iter() {
-        let s = registry::slot::<K>(a, idx).map_err(|x| e(format!("slot {idx}: {x}")))?;
+        let s = match registry::slot::<K>(a, idx) {
+            Ok(s) => s,
+            Err(x) => {
+                e(format!("slot {idx}: {x}"));
+                continue;
+            }
+        };
         let h = s.head();
         let state = h.state.load(Relaxed);
         if state != LIVE {
-            return Err(e(format!("index {idx}: used, but its slot is in state {state}")));
+            e(format!("index {idx}: used, but its slot is in state {state}"));
+            continue;
         }
         // Locking the object runs its repair, as any caller's lock would.
-        drop(registry::lock_object::<K>(a, s).map_err(|x| e(format!("object {idx}: {x}")))?);
+        if let Err(x) = registry::lock_object::<K>(a, s) {
+            e(format!("object {idx}: {x}"));
+        }
         n += 1;
         max = idx as i32;
         let (x, y) = K::usage(a, s);
@@ -64,7 +111,7 @@ fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
             keyed += 1;
             match keys::get(a, reg.r, key) {
                 Ok(Some(i)) if i == idx => {}
-                other => return Err(e(format!("index {idx}: key {key} finds {other:?}"))),
+                other => e(format!("index {idx}: key {key} finds {other:?}")),
             }
         }
     }
@@ -82,11 +129,11 @@ fn check_kind<K: Kind>(a: &Arena) -> Result<u32, String> {
     ];
     for (what, have, want) in facts {
         if have != want {
-            return Err(e(format!("{what} is {have}, the objects say {want}")));
+            e(format!("{what} is {have}, the objects say {want}"));
         }
     }
     if r.journal.op.load(Relaxed) != 0 {
-        return Err(e("journal left open".to_string()));
+        e("journal left open".to_string());
     }
-    Ok(n)
+    n
 }

@@ -133,7 +133,10 @@ fn check(ns: &Namespace) -> anyhow::Result<ExitCode> {
 /// The namespace's consistency check: what it holds, or every problem
 /// found (today the library stops at the first one).
 fn problems(ns: &Namespace) -> Result<Census, Vec<String>> {
-    ns.check().map_err(|p| vec![p])
+    match ns.problems() {
+        (census, p) if p.is_empty() => Ok(census),
+        (_, p) => Err(p),
+    }
 }
 
 /// The text of `ns info`.
