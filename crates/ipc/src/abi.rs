@@ -37,6 +37,18 @@ pub const SHM_STAT: i32 = 13;
 pub const SHM_INFO: i32 = 14;
 pub const SHM_STAT_ANY: i32 = 15;
 
+/// `sem_flg` bit: undo the operation at exit.
+pub const SEM_UNDO: i16 = 0x1000;
+
+/// `struct sembuf`: one semaphore operation.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct sembuf {
+    pub sem_num: u16,
+    pub sem_op: i16,
+    pub sem_flg: i16,
+}
+
 /// shm_perm.mode bits: segment marked for destruction, and locked.
 pub const SHM_DEST: u32 = 0o1000;
 pub const SHM_LOCKED: u32 = 0o2000;
@@ -168,6 +180,7 @@ pub struct shm_info {
 const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(size_of::<ipc64_perm>() == 48);
+    assert!(size_of::<sembuf>() == 6);
     assert!(offset_of!(ipc64_perm, mode) == 20);
     assert!(offset_of!(ipc64_perm, seq) == 24);
     assert!(offset_of!(ipc64_perm, __unused1) == 32);

@@ -43,6 +43,7 @@ not_loom! {
     pub mod shm;
     mod sysctl;
     mod time;
+    mod wait;
 
     pub use arena::header::MAGIC as ARENA_MAGIC;
     pub use arena::layout::Mech;

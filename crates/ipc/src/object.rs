@@ -53,14 +53,38 @@ pub struct Head {
 /// Semaphores kept inside the slot (sets of up to this many need no heap).
 pub const INLINE_SEMS: usize = 6;
 
-/// One semaphore: `struct sem`'s value and last pid.
+/// One semaphore: `struct sem`'s value and last pid, in one word so that
+/// both change in a single store (a holder killed between two stores would
+/// leave a value with the wrong pid).
 ///
 /// # Layout
-/// 8 bytes.
+/// 8 bytes: `semval` in the low 32 bits, `sempid` in the high.
 #[repr(C, align(8))]
 pub struct Sem {
-    pub semval: AtomicI32,
-    pub sempid: AtomicI32,
+    word: AtomicU64,
+}
+
+impl Sem {
+    /// `semval`.
+    #[inline]
+    pub fn val(&self) -> i32 {
+        self.word.load(core::sync::atomic::Ordering::Relaxed) as u32 as i32
+    }
+
+    /// `sempid`.
+    #[inline]
+    pub fn pid(&self) -> i32 {
+        (self.word.load(core::sync::atomic::Ordering::Relaxed) >> 32) as u32 as i32
+    }
+
+    /// Sets both in one store.
+    #[inline]
+    pub fn set(&self, val: i32, pid: i32) {
+        self.word.store(
+            u64::from(val as u32) | (u64::from(pid as u32) << 32),
+            core::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// A semaphore set (`struct sem_array`).

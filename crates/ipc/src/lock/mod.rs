@@ -37,7 +37,10 @@
 #[cfg(not(loom))]
 mod os;
 #[cfg(not(loom))]
-pub use os::{Holder, RECOVERIES, RealOs, boot_id, holder_of};
+pub use os::{
+    Holder, RECOVERIES, RealOs, Woke, boot_id, futex_wait, futex_wake_all, holder_of, my_identity,
+    thread_exists,
+};
 
 #[cfg(all(test, loom))]
 mod model;

@@ -255,3 +255,69 @@ mod sys {
         Ok(n)
     }
 }
+
+/// This thread's identity as lock words and waiter records name it.
+pub fn my_identity() -> u64 {
+    me()
+}
+
+/// How a [`futex_wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// A wake-up, or the word no longer held the expected value.
+    Woken,
+    /// The time ran out.
+    TimedOut,
+    /// A signal handler ran (EINTR: the caller's operation fails with it,
+    /// even under SA_RESTART, as semop's does).
+    Interrupted,
+}
+
+/// Sleeps while the shared futex `word` holds `expected`, at most
+/// `timeout_ns` (always finite, so that a signal handler surfaces as
+/// EINTR instead of a transparent restart).
+pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32, timeout_ns: u64) -> Woke {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a shared FUTEX_WAIT on a live AtomicU32 (in the mapped arena)
+    // with a valid relative timeout.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+    if r == 0 {
+        return Woke::Woken;
+    }
+    match crate::errno::Errno::last().0 {
+        libc::ETIMEDOUT => Woke::TimedOut,
+        libc::EINTR => Woke::Interrupted,
+        _ => Woke::Woken,
+    }
+}
+
+/// Wakes every sleeper on the shared futex `word`.
+pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live AtomicU32; no other pointer.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+}
+
+/// Whether thread `tid` of process `tgid` exists (`tgkill(tgid, tid, 0)`):
+/// the cheap check a waker makes before completing a sleeper's operation.
+/// A zombie counts as gone.
+pub fn thread_exists(tgid: i32, tid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence and permission.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid as libc::c_int, 0) };
+    if r != 0 && crate::errno::Errno::last().0 == libc::ESRCH {
+        return false;
+    }
+    // Exists (EPERM: exists, another user's). A zombie still answers;
+    // /proc tells it apart, only in that rare case of a process-wide death.
+    !matches!(thread_stat(tid), None | Some((b'Z' | b'X' | b'x', _)))
+}

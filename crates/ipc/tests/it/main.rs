@@ -6,5 +6,6 @@ mod crash;
 mod diff;
 mod fuzz;
 mod security;
+mod semop;
 mod stress;
 mod support;

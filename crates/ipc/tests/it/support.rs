@@ -187,3 +187,21 @@ pub fn child_reports_to(sink: std::os::unix::net::UnixStream) {
         let _ = writeln!(&sink, "panic {msg}");
     }));
 }
+
+/// Installs `f` as the handler of `sig` with `flags` (SA_RESTART...).
+pub fn handle(sig: i32, f: extern "C" fn(libc::c_int), flags: i32) {
+    // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
+    unsafe {
+        let mut sa: libc::sigaction = core::mem::zeroed();
+        sa.sa_sigaction = f as usize;
+        sa.sa_flags = flags;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, core::ptr::null_mut());
+    }
+}
+
+/// `kill(pid, sig)`.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid, sig) };
+}

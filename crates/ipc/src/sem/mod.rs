@@ -23,12 +23,17 @@ use crate::object::{INLINE_SEMS, Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{Found, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
+use crate::wait;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// SEMUSZ (sizeof(struct sem_undo)) as Linux reports it in IPC_INFO.
 const SEMUSZ: i32 = 20;
 const JOURNAL_SETALL: u32 = 1;
+/// A semop's new values, then (first word) the waiter it completes.
+const JOURNAL_SEMOP: u32 = 2;
+
+mod op;
 
 pub(crate) struct SemKind;
 
@@ -41,6 +46,11 @@ impl Kind for SemKind {
     }
 
     fn release(a: &Arena, s: &SemSlot) {
+        // freeary: every sleeper fails with EIDRM.
+        for w in wait::snapshot(a, &s.queue) {
+            let _ = wait::complete(a, &s.queue, w, libc::EIDRM);
+        }
+        s.queue.store(0, Relaxed);
         let base = s.base.swap(0, Relaxed);
         if base != 0 {
             let _ = heap::free(a, base, sems_bytes(s.nsems.load(Relaxed)));
@@ -49,22 +59,33 @@ impl Kind for SemKind {
     }
 
     fn repair_object(a: &Arena, s: &SemSlot) -> Result<(), Errno> {
-        if s.journal_op.load(Relaxed) == JOURNAL_SETALL {
+        let op = s.journal_op.load(Relaxed);
+        if op == JOURNAL_SETALL || op == JOURNAL_SEMOP {
             // Roll forward: the new values are all in the journal.
             let n = s.journal_len.load(Relaxed) as usize;
             let off = s.journal_off.load(Relaxed);
-            if !a.in_heap(off, n as u64 * 8) {
+            if n == 0 || !a.in_heap(off, n as u64 * 8) {
                 // Not a journal this set could have written: drop it.
                 s.journal_op.store(0, Relaxed);
                 s.journal_off.store(0, Relaxed);
                 return Err(Errno::EUCLEAN);
             }
-            let vals: &[AtomicU64] = a.view_slice(off, n)?;
+            let words: &[AtomicU64] = a.view_slice(off, n)?;
+            let (waiter, vals) = if op == JOURNAL_SEMOP {
+                (words[0].load(Relaxed), &words[1..])
+            } else {
+                (0, words)
+            };
             let sems = sems(a, s)?;
             for (sem, v) in sems.iter().zip(vals) {
                 let v = v.load(Relaxed);
-                sem.semval.store(v as u16 as i32, Relaxed);
-                sem.sempid.store((v >> 32) as i32, Relaxed);
+                sem.set(v as u32 as i32, (v >> 32) as i32);
+            }
+            // The sleeper whose operation these values are, if still queued.
+            if let Ok(w) = wait::at(a, waiter)
+                && w.state.load(Relaxed) != wait::DONE
+            {
+                wait::complete(a, &s.queue, waiter, 0)?;
             }
         }
         clear_journal(a, s);
@@ -238,8 +259,7 @@ impl Namespace {
             s.journal_op.store(0, Relaxed);
             s.journal_off.store(0, Relaxed);
             for sem in &s.inline {
-                sem.semval.store(0, Relaxed);
-                sem.sempid.store(0, Relaxed);
+                sem.set(0, 0);
             }
             Ok(())
         });
@@ -381,7 +401,7 @@ fn sem_main(
                 still_valid(&f)?;
                 sems(a, s)?
                     .iter()
-                    .map(|x| x.semval.load(Relaxed) as u16)
+                    .map(|x| x.val() as u16)
                     .collect()
             };
             // copy_to_user of nsems values, after unlocking.
@@ -411,11 +431,12 @@ fn sem_main(
     still_valid(&f)?;
     let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
     Ok(match cmd {
-        abi::GETVAL => sem.semval.load(Relaxed),
-        abi::GETPID => sem.sempid.load(Relaxed),
-        // GETNCNT, GETZCNT (count_semcnt): the tasks sleeping in semop on
-        // this semaphore. Nothing can sleep before semop exists, so none.
-        _ => 0,
+        abi::GETVAL => sem.val(),
+        abi::GETPID => sem.pid(),
+        // count_semcnt: the sleepers whose blocking operation is on this
+        // semaphore, decrementing (GETNCNT) or waiting for zero (GETZCNT).
+        abi::GETZCNT => op::count_waiting(a, s, semnum as u16, true),
+        _ => op::count_waiting(a, s, semnum as u16, false),
     })
 }
 
@@ -439,6 +460,8 @@ fn sem_setall(a: &Arena, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> S
     s.journal_op.store(JOURNAL_SETALL, Relaxed);
     SemKind::repair_object(a, s)?;
     s.head.ctime.store(now(), Relaxed);
+    // do_smart_update: sleepers may proceed now.
+    op::update_queue(a, s)?;
     Ok(0)
 }
 
@@ -457,9 +480,10 @@ fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysR
     let _g = lock_object::<SemKind>(a, s)?;
     still_valid(&f)?;
     let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
-    sem.semval.store(val, Relaxed);
-    sem.sempid.store(cred.pid, Relaxed);
+    sem.set(val, cred.pid);
     s.head.ctime.store(now(), Relaxed);
+    // do_smart_update: sleepers may proceed now.
+    op::update_queue(a, s)?;
     Ok(0)
 }
 

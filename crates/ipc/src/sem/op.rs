@@ -1,0 +1,346 @@
+//! `semop` and `semtimedop` (ipc/sem.c `do_semtimedop`,
+//! `perform_atomic_semop`, `update_queue`, `count_semcnt`).
+//!
+//! # Protocol
+//! Checks that need no lock (nsops, semopm, timeout), then the lookup
+//! without the registry lock, EFBIG, permission; lock the set; check it is
+//! the set looked up (EIDRM); try the whole array on the current values
+//! (all or nothing). Done: commit, then complete what sleepers now can
+//! (`update_queue`), oldest first. Blocked with IPC_NOWAIT on the blocking
+//! operation: EAGAIN. Otherwise queue a [`wait::Waiter`] carrying a copy
+//! of the operations, unlock, and sleep until a waker has completed the
+//! operation for us (its result is ours), the deadline passes (EAGAIN) or
+//! a signal handler runs (EINTR).
+//!
+//! A commit that changes one semaphore is one store (value and pid share
+//! a word). One that changes several, or completes a sleeper, goes through
+//! the set's roll-forward journal: the new values and the sleeper are
+//! written first, so a holder killed midway is finished by the next
+//! locker, never half applied and never applied twice.
+//!
+//! Lock state: takes and releases the set's lock (and the heap lock inside
+//! it); nothing held on entry or exit.
+
+use super::{JOURNAL_SEMOP, SemKind, sems};
+use crate::abi::{self, sembuf};
+use crate::arena::Arena;
+use crate::creds::Cred;
+use crate::errno::{Errno, SysResult};
+use crate::heap;
+use crate::limits::SEMVMX;
+use crate::namespace::Namespace;
+use crate::object::{Sem, SemSlot};
+use crate::perm::{self, S_IRUGO, S_IWUGO};
+use crate::registry::{Kind, lock_object, obtain, still_valid};
+use crate::time::now;
+use crate::wait::{self, Slept, Waiter};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+/// What trying an operation array on the current values gives.
+enum Attempt {
+    /// Every operation can be done: the new values, one per semaphore
+    /// touched (`(sem_num, value)`, in first-touch order).
+    Done(Vec<(u16, i32)>),
+    /// The operation on `sem_num` must wait: for zero, or to decrement.
+    Block { sem_num: u16, zero: bool },
+    /// The array fails as a whole.
+    Fail(Errno),
+}
+
+/// `perform_atomic_semop`: the array on the current values, without
+/// changing them. ERANGE above SEMVMX; blocking: EAGAIN when the blocking
+/// operation has IPC_NOWAIT.
+fn attempt(sems: &[Sem], sops: &[sembuf]) -> Attempt {
+    let mut new: Vec<(u16, i32)> = Vec::with_capacity(sops.len());
+    for sop in sops {
+        let n = sop.sem_num;
+        let Some(sem) = sems.get(usize::from(n)) else {
+            // The set shrank under us: only a corrupt arena does that.
+            return Attempt::Fail(Errno::EUCLEAN);
+        };
+        let slot = new.iter().position(|&(m, _)| m == n);
+        let cur = slot.map_or_else(|| sem.val(), |i| new[i].1);
+        let would_block = |zero| {
+            if sop.sem_flg & abi::IPC_NOWAIT as i16 != 0 {
+                Attempt::Fail(Errno::EAGAIN)
+            } else {
+                Attempt::Block { sem_num: n, zero }
+            }
+        };
+        // "if (!sem_op && result) goto would_block;"
+        if sop.sem_op == 0 && cur != 0 {
+            return would_block(true);
+        }
+        let result = cur + i32::from(sop.sem_op);
+        // "if (result < 0) goto would_block;"
+        if result < 0 {
+            return would_block(false);
+        }
+        // "if (result > SEMVMX) goto out_of_range;" (-ERANGE)
+        if result > SEMVMX {
+            return Attempt::Fail(Errno::ERANGE);
+        }
+        match slot {
+            Some(i) => new[i].1 = result,
+            None => new.push((n, result)),
+        }
+    }
+    Attempt::Done(new)
+}
+
+/// Writes the new values (and `pid` as every touched semaphore's sempid),
+/// completing `waiter` if given. Object lock held.
+fn commit(
+    a: &Arena,
+    s: &SemSlot,
+    sems: &[Sem],
+    new: &[(u16, i32)],
+    pid: i32,
+    waiter: u64,
+) -> SysResult<()> {
+    if waiter == 0 && new.len() == 1 {
+        let (n, v) = new[0];
+        sems.get(usize::from(n)).ok_or(Errno::EUCLEAN)?.set(v, pid);
+        return Ok(());
+    }
+    // The journal: the waiter, then every semaphore's value and pid as
+    // they are to be.
+    let n = sems.len();
+    let words = n + 1;
+    let journal = heap::alloc(a, words as u64 * 8)?;
+    let block: &[AtomicU64] = a.view_slice(journal, words)?;
+    block[0].store(waiter, Relaxed);
+    for (w, sem) in block[1..].iter().zip(sems) {
+        let (v, p) = (sem.val(), sem.pid());
+        w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
+    }
+    for &(m, v) in new {
+        if let Some(w) = block.get(usize::from(m) + 1) {
+            w.store(u64::from(v as u32) | (u64::from(pid as u32) << 32), Relaxed);
+        }
+    }
+    s.journal_len.store(words as u32, Relaxed);
+    s.journal_off.store(journal, Relaxed);
+    s.journal_op.store(JOURNAL_SEMOP, Relaxed);
+    SemKind::repair_object(a, s)
+}
+
+/// The operations saved in a sleeper's record.
+fn saved_ops(a: &Arena, w: &Waiter) -> SysResult<Vec<sembuf>> {
+    let n = w.nops.load(Relaxed);
+    let off = w.ops.load(Relaxed);
+    if !a.in_heap(off, wait::ops_bytes(n)) {
+        return Err(Errno::EUCLEAN);
+    }
+    let words: &[AtomicU64] = a.view_slice(off, n as usize)?;
+    Ok(words
+        .iter()
+        .map(|w| {
+            let v = w.load(Relaxed);
+            sembuf {
+                sem_num: v as u16,
+                sem_op: (v >> 16) as u16 as i16,
+                sem_flg: (v >> 32) as u16 as i16,
+            }
+        })
+        .collect())
+}
+
+/// `update_queue`: after the values changed, completes every sleeper whose
+/// operation can now be done (or now fails), oldest first, starting over
+/// after each completion that changed values. Sleepers found dead are
+/// dropped without their operation. Object lock held.
+pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
+    let sems = sems(a, s)?;
+    // Each pass either completes or drops a sleeper, or ends.
+    'scan: for _ in 0..=wait::snapshot(a, &s.queue).len() {
+        for off in wait::snapshot(a, &s.queue) {
+            let w = wait::at(a, off)?;
+            let sops = match saved_ops(a, w) {
+                Ok(v) => v,
+                Err(_) => {
+                    // A record we cannot read: end its wait.
+                    wait::complete(a, &s.queue, off, libc::EIDRM)?;
+                    continue 'scan;
+                }
+            };
+            let outcome = attempt(sems, &sops);
+            if let Attempt::Block { sem_num, zero } = outcome {
+                w.blocking
+                    .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
+                continue;
+            }
+            if !wait::sleeper_alive(w) {
+                wait::drop_dead(a, &s.queue, off)?;
+                continue 'scan;
+            }
+            match outcome {
+                Attempt::Done(new) => {
+                    commit(a, s, sems, &new, w.pid.load(Relaxed), off)?;
+                    s.otime.store(now(), Relaxed);
+                    if sops.iter().any(|o| o.sem_op != 0) {
+                        continue 'scan;
+                    }
+                }
+                Attempt::Fail(e) => wait::complete(a, &s.queue, off, e.raw())?,
+                Attempt::Block { .. } => {}
+            }
+        }
+        break;
+    }
+    Ok(())
+}
+
+/// `count_semcnt`: the sleepers whose blocking operation is on `semnum`,
+/// waiting for zero (`zero`) or to decrement. Object lock held.
+pub(super) fn count_waiting(a: &Arena, s: &SemSlot, semnum: u16, zero: bool) -> i32 {
+    let want = u32::from(semnum) | if zero { 1 << 31 } else { 0 };
+    wait::snapshot(a, &s.queue)
+        .into_iter()
+        .filter_map(|off| wait::at(a, off).ok())
+        .filter(|w| w.blocking.load(Relaxed) == want)
+        .count() as i32
+}
+
+/// A validated `semtimedop` timeout, in nanoseconds.
+fn timeout_ns(t: &libc::timespec) -> SysResult<u64> {
+    // timespec64_valid: "if (ts->tv_sec < 0) return false; if ((unsigned
+    // long)ts->tv_nsec >= NSEC_PER_SEC) return false;"
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64))
+}
+
+impl Namespace {
+    /// `semop(semid, sops, nsops)`: `semtimedop` without a timeout.
+    pub fn semop(&self, cred: &Cred, semid: i32, sops: &[sembuf]) -> SysResult<i32> {
+        self.semtimedop(cred, semid, sops, None)
+    }
+
+    /// `semtimedop(semid, sops, nsops, timeout)`.
+    ///
+    /// semop(2); ipc/sem.c `do_semtimedop`. SEM_UNDO is not served yet:
+    /// a call that asks for it fails with ENOSYS (it arrives with the
+    /// per-process records).
+    pub fn semtimedop(
+        &self,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
+        let a = self.arena();
+        let lim = &a.header().limits;
+        // "if (nsops < 1 || semid < 0) return -EINVAL;"
+        if sops.is_empty() || semid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        // "if (nsops > ns->sc_semopm) return -E2BIG;"
+        if sops.len() > lim.semopm.load(Relaxed).max(0) as usize {
+            return Err(Errno::E2BIG);
+        }
+        let budget = timeout.map(timeout_ns).transpose()?;
+        let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
+        if sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0) {
+            return Err(Errno::ENOSYS);
+        }
+        let alter = sops.iter().any(|o| o.sem_op != 0);
+        let f = obtain::<SemKind>(a, semid)?;
+        let s = f.slot;
+        // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
+        if u32::from(max) >= s.nsems.load(Relaxed) {
+            return Err(Errno::EFBIG);
+        }
+        // "if (ipcperms(ns, &sma->sem_perm, alter ? S_IWUGO : S_IRUGO))"
+        perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO })?;
+        let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
+        let waiter = {
+            let _g = lock_object::<SemKind>(a, s)?;
+            // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
+            still_valid(&f)?;
+            let sems = sems(a, s)?;
+            if usize::from(max) >= sems.len() {
+                return Err(Errno::EIDRM);
+            }
+            match attempt(sems, sops) {
+                Attempt::Done(new) => {
+                    commit(a, s, sems, &new, cred.pid, 0)?;
+                    s.otime.store(now(), Relaxed);
+                    if alter {
+                        update_queue(a, s)?;
+                    }
+                    return Ok(0);
+                }
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Block { sem_num, zero } => enqueue(a, s, cred, sops, sem_num, zero)?,
+            }
+        };
+        let w = wait::at(a, waiter)?;
+        let result = match wait::sleep(w, deadline) {
+            Slept::Done(status) => status,
+            gave_up => {
+                // Leave the queue, unless a waker finished us meanwhile.
+                let _g = lock_object::<SemKind>(a, s)?;
+                if w.state.load(Relaxed) == wait::DONE {
+                    w.status.load(Relaxed)
+                } else {
+                    wait::unlink(a, &s.queue, waiter)?;
+                    match gave_up {
+                        // "if (timeout && jiffies_left == 0) error = -EAGAIN;"
+                        Slept::TimedOut => libc::EAGAIN,
+                        _ => libc::EINTR,
+                    }
+                }
+            }
+        };
+        wait::release(a, waiter);
+        if result == 0 {
+            Ok(0)
+        } else {
+            Err(Errno(result))
+        }
+    }
+}
+
+/// Queues the caller: a record and a copy of its operations. Object lock
+/// held. Returns the record's offset.
+fn enqueue(
+    a: &Arena,
+    s: &SemSlot,
+    cred: &Cred,
+    sops: &[sembuf],
+    sem_num: u16,
+    zero: bool,
+) -> SysResult<u64> {
+    let n = sops.len() as u32;
+    let ops = heap::alloc(a, wait::ops_bytes(n))?;
+    let off = match heap::alloc(a, wait::WAITER_BYTES) {
+        Ok(off) => off,
+        Err(e) => {
+            let _ = heap::free(a, ops, wait::ops_bytes(n));
+            return Err(e);
+        }
+    };
+    let words: &[AtomicU64] = a.view_slice(ops, sops.len())?;
+    for (w, o) in words.iter().zip(sops) {
+        w.store(
+            u64::from(o.sem_num) | (u64::from(o.sem_op as u16) << 16) | (u64::from(o.sem_flg as u16) << 32),
+            Relaxed,
+        );
+    }
+    let w = wait::at(a, off)?;
+    w.state.store(wait::QUEUED, Relaxed);
+    w.status.store(0, Relaxed);
+    w.who.store(crate::lock::my_identity(), Relaxed);
+    w.pid.store(cred.pid, Relaxed);
+    w.nops.store(n, Relaxed);
+    w.ops.store(ops, Relaxed);
+    w.blocking
+        .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
+    wait::append(a, &s.queue, off)?;
+    Ok(off)
+}

@@ -1,0 +1,252 @@
+//! Sleepers in the arena: one record per blocked caller, on a FIFO list
+//! hanging off the object it waits on, with a shared futex word the waker
+//! flips when it has completed (or failed) the caller's operation for it.
+//!
+//! # Protocol
+//! A caller that must block allocates a [`Waiter`] from the heap, fills it
+//! and appends it to the object's queue, all under the object lock; then
+//! it releases the lock and sleeps on `state` while it reads
+//! [`QUEUED`] or [`SLEEPING`]. A waker (under the object lock) unlinks the
+//! record, writes `status`, then swaps `state` to [`DONE`] (Release) and
+//! issues a `FUTEX_WAKE` only if the sleeper said it was sleeping. After
+//! `DONE` the record belongs to the sleeper, which reads `status` and
+//! frees it. A sleeper that gives up (timeout, signal) takes the object
+//! lock and, if its record is still queued, unlinks and frees it itself.
+//!
+//! A sleeper that died (SIGKILL) cannot take its turn: wakers check the
+//! sleeper's thread exists before completing its operation, and unlink and
+//! free the record of one that does not. Every walk of a queue is bounded
+//! by the heap's size in records.
+//!
+//! # Layout
+//! 64 bytes (one heap block of class 64): `state` @0, `status` @4, `next`
+//! @8, `who` @16, `pid` @24, `nops` @28, `ops` @32, `blocking` @40,
+//! `flags` @44, `spare` @48.
+
+use crate::arena::Arena;
+use crate::errno::Errno;
+use crate::heap;
+use crate::lock::{self, Woke};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+
+/// `state`: on the queue, spinning.
+pub const QUEUED: u32 = 0;
+/// `state`: on the queue, asleep in FUTEX_WAIT (the waker must wake it).
+pub const SLEEPING: u32 = 1;
+/// `state`: unlinked; `status` holds the result. The sleeper frees it.
+pub const DONE: u32 = 2;
+
+/// A blocked caller.
+#[repr(C, align(64))]
+pub struct Waiter {
+    pub state: AtomicU32,
+    /// 0, or the errno the operation ends with.
+    pub status: AtomicI32,
+    /// Heap offset of the next record in the queue, 0 at the end.
+    pub next: AtomicU64,
+    /// The sleeping thread, as lock words name it (tag << 32 | tid).
+    pub who: AtomicU64,
+    /// Its thread group id (what the operation records as its pid).
+    pub pid: AtomicI32,
+    /// Operations (semop: the number of sembufs at `ops`).
+    pub nops: AtomicU32,
+    /// Heap offset of the operation's arguments.
+    pub ops: AtomicU64,
+    /// semop: the blocking operation's semaphore number, with bit 31 set
+    /// when it waits for zero (GETZCNT) rather than to decrement (GETNCNT).
+    pub blocking: AtomicU32,
+    pub flags: AtomicU32,
+    pub spare: [AtomicU64; 2],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Waiter>() == 64);
+    assert!(offset_of!(Waiter, next) == 8);
+    assert!(offset_of!(Waiter, ops) == 32);
+    assert!(offset_of!(Waiter, blocking) == 40);
+};
+
+// repr(C), atomics only, no Drop.
+crate::arena::map::shared_types!(Waiter);
+
+/// Bytes of a record.
+pub const WAITER_BYTES: u64 = 64;
+
+/// The record at `off`, if `off` can be one (inside the heap, aligned).
+pub fn at(a: &Arena, off: u64) -> Result<&Waiter, Errno> {
+    if off == 0 || !off.is_multiple_of(WAITER_BYTES) || !a.in_heap(off, WAITER_BYTES) {
+        return Err(Errno::EUCLEAN);
+    }
+    a.view(off)
+}
+
+/// The most records a queue can hold: a walk longer than this is a cycle.
+fn walk_limit(a: &Arena) -> u64 {
+    a.layout().size / WAITER_BYTES
+}
+
+/// The records of the queue whose head is `head`, in order (a snapshot:
+/// the object lock is held). A corrupt link ends the list there (the
+/// rest is cut off).
+pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut prev: Option<u64> = None;
+    let mut cur = head.load(Relaxed);
+    let limit = walk_limit(a);
+    while cur != 0 {
+        let Ok(w) = at(a, cur) else {
+            // Cut the list before the bad link.
+            match prev.and_then(|p| at(a, p).ok()) {
+                Some(p) => p.next.store(0, Relaxed),
+                None => head.store(0, Relaxed),
+            }
+            break;
+        };
+        out.push(cur);
+        if out.len() as u64 > limit {
+            break;
+        }
+        prev = Some(cur);
+        cur = w.next.load(Relaxed);
+    }
+    out
+}
+
+/// Appends `off` at the end of the queue (FIFO).
+pub fn append(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
+    at(a, off)?.next.store(0, Relaxed);
+    match snapshot(a, head).last() {
+        None => head.store(off, Relaxed),
+        Some(&last) => at(a, last)?.next.store(off, Relaxed),
+    }
+    Ok(())
+}
+
+/// Unlinks `off` from the queue, if it is on it.
+pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
+    let next = at(a, off)?.next.load(Relaxed);
+    if head.load(Relaxed) == off {
+        head.store(next, Relaxed);
+        return Ok(true);
+    }
+    for p in snapshot(a, head) {
+        let pw = at(a, p)?;
+        if pw.next.load(Relaxed) == off {
+            pw.next.store(next, Relaxed);
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Ends a queued record's wait with `status` (0 or an errno): unlinks it
+/// and wakes its sleeper. Object lock held.
+pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
+    unlink(a, head, off)?;
+    let w = at(a, off)?;
+    w.status.store(status, Relaxed);
+    // Release: the sleeper's Acquire load of DONE sees the status (and the
+    // operation's effects).
+    if w.state.swap(DONE, Release) == SLEEPING {
+        lock::futex_wake_all(&w.state);
+    }
+    Ok(())
+}
+
+/// Whether the sleeper of a record still lives.
+pub fn sleeper_alive(w: &Waiter) -> bool {
+    let who = w.who.load(Relaxed);
+    lock::thread_exists(w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32)
+}
+
+/// Unlinks and frees a record whose sleeper died. Object lock held.
+pub fn drop_dead(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
+    unlink(a, head, off)?;
+    release(a, off);
+    Ok(())
+}
+
+/// Frees a record and what it points to.
+pub fn release(a: &Arena, off: u64) {
+    if let Ok(w) = at(a, off) {
+        let ops = w.ops.swap(0, Relaxed);
+        if ops != 0 {
+            let _ = heap::free(a, ops, ops_bytes(w.nops.load(Relaxed)));
+        }
+    }
+    let _ = heap::free(a, off, WAITER_BYTES);
+}
+
+/// Heap bytes of `n` saved operations (8 bytes each).
+pub fn ops_bytes(n: u32) -> u64 {
+    u64::from(n).max(1) * 8
+}
+
+/// How a sleep ended.
+pub enum Slept {
+    /// The waker finished it: the operation's result.
+    Done(i32),
+    /// The deadline passed while still queued.
+    TimedOut,
+    /// A signal handler ran while still queued.
+    Interrupted,
+}
+
+/// Spins on the record for this long before sleeping in the kernel (a
+/// partner on another cpu usually answers within a few microseconds).
+const SPIN_NS: u64 = 20_000;
+
+/// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
+/// signal handler runs. No lock held. The record is the caller's.
+pub fn sleep(w: &Waiter, deadline: Option<u64>) -> Slept {
+    let start = now_ns();
+    let mut spins = 0u32;
+    loop {
+        // Acquire: pairs with the Release in `complete`.
+        let s = w.state.load(Acquire);
+        if s == DONE {
+            return Slept::Done(w.status.load(Relaxed));
+        }
+        let now = now_ns();
+        if let Some(d) = deadline
+            && now >= d
+        {
+            return Slept::TimedOut;
+        }
+        if now - start < SPIN_NS {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                std::thread::yield_now();
+            }
+            core::hint::spin_loop();
+            continue;
+        }
+        // Say we sleep; the waker then issues a FUTEX_WAKE.
+        if s == QUEUED
+            && w
+                .state
+                .compare_exchange(QUEUED, SLEEPING, Relaxed, Relaxed)
+                .is_err()
+        {
+            continue;
+        }
+        let slice = deadline.map_or(1_000_000_000, |d| d.saturating_sub(now).min(1_000_000_000));
+        match lock::futex_wait(&w.state, SLEEPING, slice.max(1)) {
+            Woke::Interrupted => {
+                if w.state.load(Acquire) != DONE {
+                    return Slept::Interrupted;
+                }
+            }
+            Woke::Woken | Woke::TimedOut => {}
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn now_ns() -> u64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
