@@ -61,3 +61,29 @@ impl Namespace {
         Ok(f())
     }
 }
+
+impl Namespace {
+    /// What the kernel's exit path does for the calling process: its
+    /// SEM_UNDO adjustments applied (clamped to 0..=SEMVMX, sleepers woken,
+    /// sets removed meanwhile skipped) and its process record freed. Runs
+    /// when the `Namespace` is dropped; a process that keeps one
+    /// `Namespace` per arena (as it should) needs nothing else.
+    pub fn exit_process(&self) -> crate::SysResult<()> {
+        crate::proc::exit(self.arena())
+    }
+
+    /// Cleans up after every participating process that is gone without
+    /// exiting through ipcns (SIGKILL, `_exit`): applies its undo entries
+    /// and frees its record. Returns how many. Sleepers and newcomers do it
+    /// too; `ipcns ns check` first.
+    pub fn reap_exited(&self) -> crate::SysResult<u32> {
+        crate::proc::reap(self.arena())
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        // Errors cannot be reported from a drop; the next reaper retries.
+        let _ = crate::proc::exit(self.arena());
+    }
+}

@@ -35,6 +35,7 @@ not_loom! {
     pub mod namespace;
     mod object;
     mod perm;
+    mod proc;
     mod procfs;
     #[doc(hidden)]
     pub mod regions;

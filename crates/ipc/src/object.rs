@@ -51,7 +51,7 @@ pub struct Head {
 }
 
 /// Semaphores kept inside the slot (sets of up to this many need no heap).
-pub const INLINE_SEMS: usize = 6;
+pub const INLINE_SEMS: usize = 5;
 
 /// One semaphore: `struct sem`'s value and last pid, in one word so that
 /// both change in a single store (a holder killed between two stores would
@@ -91,7 +91,7 @@ impl Sem {
 ///
 /// # Layout
 /// 192 bytes: head, `nsems` @96, `otime` @104, `base` @112, `queue` @120,
-/// `journal_op` @128, `journal_off` @136, `inline` @144.
+/// `journal_op` @128, `journal_off` @136, `undos` @144, `inline` @152.
 #[repr(C, align(64))]
 pub struct SemSlot {
     pub head: Head,
@@ -106,6 +106,9 @@ pub struct SemSlot {
     pub journal_op: AtomicU32,
     pub journal_len: AtomicU32,
     pub journal_off: AtomicU64,
+    /// The set's SEM_UNDO entries (`sma->list_id`): heap offset of the
+    /// first, linked through their `next_set`. Protected by the set lock.
+    pub undos: AtomicU64,
     pub inline: [Sem; INLINE_SEMS],
 }
 
@@ -165,7 +168,8 @@ const _: () = {
     assert!(offset_of!(Head, ctime) == 64);
     assert!(size_of::<SemSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(SemSlot, nsems) == 96);
-    assert!(offset_of!(SemSlot, inline) == 144);
+    assert!(offset_of!(SemSlot, undos) == 144);
+    assert!(offset_of!(SemSlot, inline) == 152);
     assert!(size_of::<MsgSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(MsgSlot, first) == 144);
     assert!(size_of::<ShmSlot>() == crate::arena::layout::SLOT_SIZE as usize);

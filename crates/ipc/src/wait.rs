@@ -198,9 +198,14 @@ pub enum Slept {
 /// partner on another cpu usually answers within a few microseconds).
 const SPIN_NS: u64 = 20_000;
 
+/// How often a sleeper runs its `tick` (cleaning up after dead processes
+/// whose undo entries may be what it waits for).
+const TICK_NS: u64 = 100_000_000;
+
 /// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
-/// signal handler runs. No lock held. The record is the caller's.
-pub fn sleep(w: &Waiter, deadline: Option<u64>) -> Slept {
+/// signal handler runs, calling `tick` every 100 ms of sleep. No lock
+/// held. The record is the caller's.
+pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept {
     let start = now_ns();
     let mut spins = 0u32;
     loop {
@@ -232,14 +237,15 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>) -> Slept {
         {
             continue;
         }
-        let slice = deadline.map_or(1_000_000_000, |d| d.saturating_sub(now).min(1_000_000_000));
+        let slice = deadline.map_or(TICK_NS, |d| d.saturating_sub(now).min(TICK_NS));
         match lock::futex_wait(&w.state, SLEEPING, slice.max(1)) {
             Woke::Interrupted => {
                 if w.state.load(Acquire) != DONE {
                     return Slept::Interrupted;
                 }
             }
-            Woke::Woken | Woke::TimedOut => {}
+            Woke::TimedOut => tick(),
+            Woke::Woken => {}
         }
     }
 }

@@ -195,8 +195,30 @@ pub struct Header {
     pub _pad1: AtomicU32,
     pub registries: [Registry; 3],
     pub heap: HeapState,
-    pub procs: [AtomicU64; 32],
+    pub procs: Procs,
 }
+
+/// The table of participating processes (`proc.rs`). Protected by `lock`.
+///
+/// # Layout
+/// 256 bytes: `lock` @0, `table` @32, `cap` @40, `len` @44.
+#[repr(C, align(64))]
+pub struct Procs {
+    pub lock: Lock,
+    pub _pad0: AtomicU64,
+    /// Heap offset of the array of `cap` records.
+    pub table: AtomicU64,
+    pub cap: AtomicU32,
+    /// Records in use.
+    pub len: AtomicU32,
+    pub _pad1: [AtomicU64; 26],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Procs>() == 256);
+    assert!(offset_of!(Procs, table) == 32);
+};
 
 const _: () = {
     use core::mem::offset_of;

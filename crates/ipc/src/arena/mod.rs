@@ -112,6 +112,9 @@ fn percpu_name(m: u32) -> &'static str {
 /// breaks the namespace, as one that scribbles over it does (see the
 /// README's security section).
 pub struct Arena {
+    /// This process's record in the arena's process table: the fork
+    /// generation (high half) and index + 1 (low half), 0 if none yet.
+    pub(crate) own_proc: core::sync::atomic::AtomicU64,
     path: PathBuf,
     file: File,
     map: Mapping,
@@ -148,6 +151,7 @@ impl Arena {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
             let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
             let arena = Arena {
+                own_proc: core::sync::atomic::AtomicU64::new(0),
                 path: path.to_path_buf(),
                 file,
                 map,
@@ -202,6 +206,7 @@ impl Arena {
         }
         let map = Mapping::new(&file, len as usize).map_err(io_err(path))?;
         let arena = Arena {
+            own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
             file,
             map,

@@ -321,3 +321,36 @@ pub fn thread_exists(tgid: i32, tid: u32) -> bool {
     // /proc tells it apart, only in that rare case of a process-wide death.
     !matches!(thread_stat(tid), None | Some((b'Z' | b'X' | b'x', _)))
 }
+
+/// Changes in a forked child (and only there): caches keyed by it are
+/// stale after fork. Registers the fork handler on first use.
+pub fn fork_generation() -> u64 {
+    AT_FORK.get_or_init(|| {
+        // SAFETY: registers a child handler that only bumps an atomic.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    });
+    FORKS.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether process `pid` started at `start` (ticks after boot) is alive:
+/// it exists, is not a zombie, and has that start time.
+pub fn process_alive(pid: i32, start: u64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks existence.
+    if unsafe { libc::kill(pid, 0) } != 0 && crate::errno::Errno::last().0 == libc::ESRCH {
+        return false;
+    }
+    match thread_stat(pid as u32) {
+        None | Some((b'Z' | b'X' | b'x', _)) => false,
+        Some((_, s)) => s == start,
+    }
+}
+
+/// The start time of this process (ticks after boot).
+pub fn own_start() -> u64 {
+    // SAFETY: getpid takes nothing and cannot fail.
+    let pid = unsafe { libc::getpid() };
+    thread_stat(pid as u32).map_or(0, |(_, s)| s)
+}

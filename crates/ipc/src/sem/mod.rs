@@ -30,10 +30,16 @@ use core::sync::atomic::Ordering::Relaxed;
 /// SEMUSZ (sizeof(struct sem_undo)) as Linux reports it in IPC_INFO.
 const SEMUSZ: i32 = 20;
 const JOURNAL_SETALL: u32 = 1;
-/// A semop's new values, then (first word) the waiter it completes.
+/// A semop: `[waiter, undo entry, values × nsems, adjustments × nsems]`
+/// (the sleeper it completes and the undo entry it changes, or 0).
 const JOURNAL_SEMOP: u32 = 2;
+/// An undo entry applied at exit: `[entry, values × nsems]`.
+const JOURNAL_UNDO: u32 = 3;
+/// SETVAL: `[semnum, value | pid << 32]`.
+const JOURNAL_SETVAL: u32 = 4;
 
 mod op;
+pub(crate) mod undo;
 
 pub(crate) struct SemKind;
 
@@ -51,6 +57,7 @@ impl Kind for SemKind {
             let _ = wait::complete(a, &s.queue, w, libc::EIDRM);
         }
         s.queue.store(0, Relaxed);
+        undo::orphan_all(a, s);
         let base = s.base.swap(0, Relaxed);
         if base != 0 {
             let _ = heap::free(a, base, sems_bytes(s.nsems.load(Relaxed)));
@@ -60,8 +67,7 @@ impl Kind for SemKind {
 
     fn repair_object(a: &Arena, s: &SemSlot) -> Result<(), Errno> {
         let op = s.journal_op.load(Relaxed);
-        if op == JOURNAL_SETALL || op == JOURNAL_SEMOP {
-            // Roll forward: the new values are all in the journal.
+        if op != 0 {
             let n = s.journal_len.load(Relaxed) as usize;
             let off = s.journal_off.load(Relaxed);
             if n == 0 || !a.in_heap(off, n as u64 * 8) {
@@ -71,15 +77,53 @@ impl Kind for SemKind {
                 return Err(Errno::EUCLEAN);
             }
             let words: &[AtomicU64] = a.view_slice(off, n)?;
-            let (waiter, vals) = if op == JOURNAL_SEMOP {
-                (words[0].load(Relaxed), &words[1..])
-            } else {
-                (0, words)
+            roll_forward(a, s, op, words)?;
+        }
+        clear_journal(a, s);
+        Ok(())
+    }
+}
+
+/// Finishes what a journal describes (idempotent: a repair may run it
+/// again). Object lock held.
+fn roll_forward(a: &Arena, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<(), Errno> {
+    let sems = sems(a, s)?;
+    let set = |sem: &Sem, w: &AtomicU64| {
+        let v = w.load(Relaxed);
+        sem.set(v as u32 as i32, (v >> 32) as i32);
+    };
+    match op {
+        JOURNAL_SETALL => {
+            for (sem, w) in sems.iter().zip(words) {
+                set(sem, w);
+            }
+            // "un->semadj[i] = 0" for every process.
+            undo::clear(a, s, None);
+        }
+        JOURNAL_SETVAL => {
+            let (Some(n), Some(v)) = (words.first(), words.get(1)) else {
+                return Err(Errno::EUCLEAN);
             };
-            let sems = sems(a, s)?;
-            for (sem, v) in sems.iter().zip(vals) {
-                let v = v.load(Relaxed);
-                sem.set(v as u32 as i32, (v >> 32) as i32);
+            let n = n.load(Relaxed) as u16;
+            let sem = sems.get(usize::from(n)).ok_or(Errno::EUCLEAN)?;
+            set(sem, v);
+            undo::clear(a, s, Some(n));
+        }
+        JOURNAL_SEMOP => {
+            let nsems = sems.len();
+            if words.len() != 2 + 2 * nsems {
+                return Err(Errno::EUCLEAN);
+            }
+            let (waiter, entry) = (words[0].load(Relaxed), words[1].load(Relaxed));
+            for (sem, w) in sems.iter().zip(&words[2..2 + nsems]) {
+                set(sem, w);
+            }
+            if entry != 0
+                && let Ok(adj) = undo::adj(a, entry)
+            {
+                for (x, w) in adj.iter().zip(&words[2 + nsems..]) {
+                    x.store(w.load(Relaxed) as u16, Relaxed);
+                }
             }
             // The sleeper whose operation these values are, if still queued.
             if let Ok(w) = wait::at(a, waiter)
@@ -88,9 +132,18 @@ impl Kind for SemKind {
                 wait::complete(a, &s.queue, waiter, 0)?;
             }
         }
-        clear_journal(a, s);
-        Ok(())
+        JOURNAL_UNDO => {
+            let Some((entry, vals)) = words.split_first() else {
+                return Err(Errno::EUCLEAN);
+            };
+            for (sem, w) in sems.iter().zip(vals) {
+                set(sem, w);
+            }
+            undo::retire(a, s, entry.load(Relaxed));
+        }
+        _ => {}
     }
+    Ok(())
 }
 
 fn clear_journal(a: &Arena, s: &SemSlot) {
@@ -480,7 +533,20 @@ fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysR
     let _g = lock_object::<SemKind>(a, s)?;
     still_valid(&f)?;
     let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
-    sem.set(val, cred.pid);
+    if s.undos.load(Relaxed) == 0 {
+        sem.set(val, cred.pid);
+    } else {
+        // The value and every process's adjustment together ("un->semadj
+        // [semnum] = 0"), through the journal.
+        let journal = heap::alloc(a, 16)?;
+        let words: &[AtomicU64] = a.view_slice(journal, 2)?;
+        words[0].store(semnum as u64, Relaxed);
+        words[1].store(u64::from(val as u32) | (u64::from(cred.pid as u32) << 32), Relaxed);
+        s.journal_len.store(2, Relaxed);
+        s.journal_off.store(journal, Relaxed);
+        s.journal_op.store(JOURNAL_SETVAL, Relaxed);
+        SemKind::repair_object(a, s)?;
+    }
     s.head.ctime.store(now(), Relaxed);
     // do_smart_update: sleepers may proceed now.
     op::update_queue(a, s)?;

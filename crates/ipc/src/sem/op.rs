@@ -21,27 +21,28 @@
 //! Lock state: takes and releases the set's lock (and the heap lock inside
 //! it); nothing held on entry or exit.
 
-use super::{JOURNAL_SEMOP, SemKind, sems};
+use super::{JOURNAL_SEMOP, SemKind, sems, undo};
 use crate::abi::{self, sembuf};
 use crate::arena::Arena;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
-use crate::limits::SEMVMX;
+use crate::limits::{SEMAEM, SEMVMX};
 use crate::namespace::Namespace;
 use crate::object::{Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{Kind, lock_object, obtain, still_valid};
 use crate::time::now;
 use crate::wait::{self, Slept, Waiter};
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU16, AtomicU64};
 use core::sync::atomic::Ordering::Relaxed;
 
 /// What trying an operation array on the current values gives.
 enum Attempt {
     /// Every operation can be done: the new values, one per semaphore
-    /// touched (`(sem_num, value)`, in first-touch order).
-    Done(Vec<(u16, i32)>),
+    /// touched (`(sem_num, value, adjustment)`, in first-touch order; the
+    /// adjustment is the caller's undo value for it, when it has one).
+    Done(Vec<(u16, i32, i32)>),
     /// The operation on `sem_num` must wait: for zero, or to decrement.
     Block { sem_num: u16, zero: bool },
     /// The array fails as a whole.
@@ -49,18 +50,26 @@ enum Attempt {
 }
 
 /// `perform_atomic_semop`: the array on the current values, without
-/// changing them. ERANGE above SEMVMX; blocking: EAGAIN when the blocking
-/// operation has IPC_NOWAIT.
-fn attempt(sems: &[Sem], sops: &[sembuf]) -> Attempt {
-    let mut new: Vec<(u16, i32)> = Vec::with_capacity(sops.len());
+/// changing them. ERANGE above SEMVMX, or for an undo adjustment out of
+/// `-(SEMAEM + 1)..=SEMAEM`; blocking: EAGAIN when the blocking operation
+/// has IPC_NOWAIT. `adj` is the caller's undo entry for the set.
+fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>) -> Attempt {
+    let mut new: Vec<(u16, i32, i32)> = Vec::with_capacity(sops.len());
     for sop in sops {
         let n = sop.sem_num;
         let Some(sem) = sems.get(usize::from(n)) else {
             // The set shrank under us: only a corrupt arena does that.
             return Attempt::Fail(Errno::EUCLEAN);
         };
-        let slot = new.iter().position(|&(m, _)| m == n);
-        let cur = slot.map_or_else(|| sem.val(), |i| new[i].1);
+        let slot = new.iter().position(|&(m, _, _)| m == n);
+        let (cur, cur_adj) = match slot {
+            Some(i) => (new[i].1, new[i].2),
+            None => (
+                sem.val(),
+                adj.and_then(|a| a.get(usize::from(n)))
+                    .map_or(0, |x| i32::from(x.load(Relaxed) as i16)),
+            ),
+        };
         let would_block = |zero| {
             if sop.sem_flg & abi::IPC_NOWAIT as i16 != 0 {
                 Attempt::Fail(Errno::EAGAIN)
@@ -81,43 +90,68 @@ fn attempt(sems: &[Sem], sops: &[sembuf]) -> Attempt {
         if result > SEMVMX {
             return Attempt::Fail(Errno::ERANGE);
         }
+        // "undo = un->semadj[sop->sem_num] - sem_op; if (undo < (-SEMAEM - 1)
+        // || undo > SEMAEM) goto out_of_range;"
+        let mut new_adj = cur_adj;
+        if sop.sem_flg & abi::SEM_UNDO != 0 {
+            new_adj = cur_adj - i32::from(sop.sem_op);
+            if !(-(SEMAEM + 1)..=SEMAEM).contains(&new_adj) {
+                return Attempt::Fail(Errno::ERANGE);
+            }
+        }
         match slot {
-            Some(i) => new[i].1 = result,
-            None => new.push((n, result)),
+            Some(i) => {
+                new[i].1 = result;
+                new[i].2 = new_adj;
+            }
+            None => new.push((n, result, new_adj)),
         }
     }
     Attempt::Done(new)
 }
 
-/// Writes the new values (and `pid` as every touched semaphore's sempid),
-/// completing `waiter` if given. Object lock held.
+/// Writes the new values (and `pid` as every touched semaphore's sempid)
+/// and the undo entry's new adjustments, completing `waiter` if given.
+/// Object lock held.
 fn commit(
     a: &Arena,
     s: &SemSlot,
     sems: &[Sem],
-    new: &[(u16, i32)],
+    new: &[(u16, i32, i32)],
     pid: i32,
     waiter: u64,
+    entry: u64,
 ) -> SysResult<()> {
-    if waiter == 0 && new.len() == 1 {
-        let (n, v) = new[0];
+    if waiter == 0 && entry == 0 && new.len() == 1 {
+        let (n, v, _) = new[0];
         sems.get(usize::from(n)).ok_or(Errno::EUCLEAN)?.set(v, pid);
         return Ok(());
     }
-    // The journal: the waiter, then every semaphore's value and pid as
-    // they are to be.
+    // The journal: the waiter, the undo entry, every semaphore's value and
+    // pid as they are to be, then every adjustment as it is to be.
     let n = sems.len();
-    let words = n + 1;
+    let words = 2 + 2 * n;
     let journal = heap::alloc(a, words as u64 * 8)?;
     let block: &[AtomicU64] = a.view_slice(journal, words)?;
     block[0].store(waiter, Relaxed);
-    for (w, sem) in block[1..].iter().zip(sems) {
+    block[1].store(entry, Relaxed);
+    let (vals, adjs) = block[2..].split_at(n);
+    for (w, sem) in vals.iter().zip(sems) {
         let (v, p) = (sem.val(), sem.pid());
         w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
     }
-    for &(m, v) in new {
-        if let Some(w) = block.get(usize::from(m) + 1) {
+    if entry != 0 {
+        let adj = undo::adj(a, entry)?;
+        for (w, x) in adjs.iter().zip(adj) {
+            w.store(u64::from(x.load(Relaxed)), Relaxed);
+        }
+    }
+    for &(m, v, d) in new {
+        if let Some(w) = vals.get(usize::from(m)) {
             w.store(u64::from(v as u32) | (u64::from(pid as u32) << 32), Relaxed);
+        }
+        if let Some(w) = adjs.get(usize::from(m)) {
+            w.store(u64::from(d as i16 as u16), Relaxed);
         }
     }
     s.journal_len.store(words as u32, Relaxed);
@@ -165,7 +199,13 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
                     continue 'scan;
                 }
             };
-            let outcome = attempt(sems, &sops);
+            let entry = w.spare[0].load(Relaxed);
+            let adj = if entry != 0 {
+                undo::adj(a, entry).ok()
+            } else {
+                None
+            };
+            let outcome = attempt(sems, &sops, adj);
             if let Attempt::Block { sem_num, zero } = outcome {
                 w.blocking
                     .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
@@ -177,7 +217,7 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
             }
             match outcome {
                 Attempt::Done(new) => {
-                    commit(a, s, sems, &new, w.pid.load(Relaxed), off)?;
+                    commit(a, s, sems, &new, w.pid.load(Relaxed), off, entry)?;
                     s.otime.store(now(), Relaxed);
                     if sops.iter().any(|o| o.sem_op != 0) {
                         continue 'scan;
@@ -223,9 +263,9 @@ impl Namespace {
 
     /// `semtimedop(semid, sops, nsops, timeout)`.
     ///
-    /// semop(2); ipc/sem.c `do_semtimedop`. SEM_UNDO is not served yet:
-    /// a call that asks for it fails with ENOSYS (it arrives with the
-    /// per-process records).
+    /// semop(2); ipc/sem.c `do_semtimedop`. SEM_UNDO operations record
+    /// their inverse in the caller's undo entry for the set (`undo.rs`),
+    /// applied when the process exits.
     pub fn semtimedop(
         &self,
         cred: &Cred,
@@ -245,9 +285,7 @@ impl Namespace {
         }
         let budget = timeout.map(timeout_ns).transpose()?;
         let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
-        if sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0) {
-            return Err(Errno::ENOSYS);
-        }
+        let undos = sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0);
         let alter = sops.iter().any(|o| o.sem_op != 0);
         let f = obtain::<SemKind>(a, semid)?;
         let s = f.slot;
@@ -266,9 +304,20 @@ impl Namespace {
             if usize::from(max) >= sems.len() {
                 return Err(Errno::EIDRM);
             }
-            match attempt(sems, sops) {
+            // find_alloc_undo: the caller's entry for this set.
+            let entry = if undos {
+                undo::find_or_make(a, s, semid, f.generation)?
+            } else {
+                0
+            };
+            let adj = if entry != 0 {
+                Some(undo::adj(a, entry)?)
+            } else {
+                None
+            };
+            match attempt(sems, sops, adj) {
                 Attempt::Done(new) => {
-                    commit(a, s, sems, &new, cred.pid, 0)?;
+                    commit(a, s, sems, &new, cred.pid, 0, entry)?;
                     s.otime.store(now(), Relaxed);
                     if alter {
                         update_queue(a, s)?;
@@ -276,11 +325,18 @@ impl Namespace {
                     return Ok(0);
                 }
                 Attempt::Fail(e) => return Err(e),
-                Attempt::Block { sem_num, zero } => enqueue(a, s, cred, sops, sem_num, zero)?,
+                Attempt::Block { sem_num, zero } => {
+                    enqueue(a, s, cred, sops, sem_num, zero, entry)?
+                }
             }
         };
         let w = wait::at(a, waiter)?;
-        let result = match wait::sleep(w, deadline) {
+        // Now and then, clean up after dead processes: a dead SEM_UNDO
+        // holder's adjustment may be what this sleeper waits for.
+        let mut tick = || {
+            let _ = crate::proc::reap(a);
+        };
+        let result = match wait::sleep(w, deadline, &mut tick) {
             Slept::Done(status) => status,
             gave_up => {
                 // Leave the queue, unless a waker finished us meanwhile.
@@ -315,6 +371,7 @@ fn enqueue(
     sops: &[sembuf],
     sem_num: u16,
     zero: bool,
+    entry: u64,
 ) -> SysResult<u64> {
     let n = sops.len() as u32;
     let ops = heap::alloc(a, wait::ops_bytes(n))?;
@@ -341,6 +398,8 @@ fn enqueue(
     w.ops.store(ops, Relaxed);
     w.blocking
         .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
+    // The undo entry the waker updates when it completes the operation.
+    w.spare[0].store(entry, Relaxed);
     wait::append(a, &s.queue, off)?;
     Ok(off)
 }

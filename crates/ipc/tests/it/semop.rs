@@ -198,3 +198,141 @@ fn processes_wake_each_other_and_dead_sleepers_take_nothing() {
     assert_eq!(t.ns.semctl(&root, id, 0, GETNCNT, SemArg::None), Ok(0));
     t.ns.check().unwrap();
 }
+
+/// SEM_UNDO: adjustments applied at exit (normal, or found dead and
+/// reaped), clamped, cleared by SETVAL, skipped for removed sets, never
+/// inherited by a fork child; ERANGE past SEMAEM.
+#[test]
+fn undo_at_exit_and_after_death() {
+    let t = TestNs::new("semop-undo");
+    let root = Cred::root(std::process::id() as i32);
+    let id = t.ns.semget(&root, 0, 3, IPC_CREAT | 0o600).unwrap();
+    let path = t.path().to_path_buf();
+    let run = |f: fn(&Namespace, &Cred, i32) -> i32| {
+        let p = path.clone();
+        support::fork_run(move || {
+            let ns = Namespace::open_at(&p).unwrap();
+            let me = Cred::root(std::process::id() as i32);
+            f(&ns, &me, id)
+            // `ns` dropped: the process's exit path.
+        })
+    };
+    // Normal exit: +2 undone.
+    assert_eq!(
+        run(|ns, me, id| ns
+            .semop(me, id, &[op(0, 2, SEM_UNDO as i32)])
+            .map_or(1, |_| 0)),
+        0
+    );
+    assert_eq!(val(&t.ns, &root, id, 0), 0);
+    // -1 on 5, undone: back to 5; sempid is the exiting process's.
+    t.ns.semctl(&root, id, 1, SETVAL, SemArg::Val(5)).unwrap();
+    assert_eq!(
+        run(|ns, me, id| ns
+            .semop(me, id, &[op(1, -1, SEM_UNDO as i32)])
+            .map_or(1, |_| 0)),
+        0
+    );
+    assert_eq!(val(&t.ns, &root, id, 1), 5);
+    // Clamped to SEMVMX.
+    t.ns.semctl(&root, id, 2, SETVAL, SemArg::Val(2)).unwrap();
+    let p = path.clone();
+    let child = support::fork_child(move || {
+        let ns = Namespace::open_at(&p).unwrap();
+        let me = Cred::root(std::process::id() as i32);
+        if ns.semop(&me, id, &[op(2, -2, SEM_UNDO as i32)]).is_err() {
+            return 1;
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        0
+    });
+    while val(&t.ns, &root, id, 2) != 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(t.ns.semop(&root, id, &[op(2, 32766, 0)]), Ok(0));
+    // Killed: its adjustment is applied by whoever reaps it.
+    support::kill(child);
+    support::wait_child(child);
+    assert_eq!(t.ns.reap_exited(), Ok(1));
+    assert_eq!(val(&t.ns, &root, id, 2), 32767);
+    assert_eq!(t.ns.reap_exited(), Ok(0));
+    // SETVAL clears every process's adjustment for that semaphore.
+    t.ns.semctl(&root, id, 0, SETVAL, SemArg::Val(0)).unwrap();
+    let p = path.clone();
+    let child = support::fork_child(move || {
+        let ns = Namespace::open_at(&p).unwrap();
+        let me = Cred::root(std::process::id() as i32);
+        if ns.semop(&me, id, &[op(0, 1, SEM_UNDO as i32)]).is_err() {
+            return 1;
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        0
+    });
+    while val(&t.ns, &root, id, 0) != 1 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    t.ns.semctl(&root, id, 0, SETVAL, SemArg::Val(5)).unwrap();
+    support::kill(child);
+    support::wait_child(child);
+    t.ns.reap_exited().unwrap();
+    assert_eq!(val(&t.ns, &root, id, 0), 5);
+    // A sleeper waiting on a dead holder's semaphore gets it when the
+    // holder is reaped (by the sleeper itself, within a tick).
+    t.ns.semctl(&root, id, 0, SETVAL, SemArg::Val(1)).unwrap();
+    let p = path.clone();
+    let holder = support::fork_child(move || {
+        let ns = Namespace::open_at(&p).unwrap();
+        let me = Cred::root(std::process::id() as i32);
+        if ns.semop(&me, id, &[op(0, -1, SEM_UNDO as i32)]).is_err() {
+            return 1;
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        0
+    });
+    while val(&t.ns, &root, id, 0) != 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::scope(|sc| {
+        let w = sc.spawn(|| t.ns.semop(&root, id, &[op(0, -1, 0)]));
+        while t.ns.semctl(&root, id, 0, GETNCNT, SemArg::None) != Ok(1) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        support::kill(holder);
+        support::wait_child(holder);
+        assert_eq!(w.join().unwrap(), Ok(0));
+    });
+    assert_eq!(val(&t.ns, &root, id, 0), 0);
+    // Out of range: the adjustment may reach -(SEMAEM + 1), no further.
+    let id2 = t.ns.semget(&root, 0, 1, IPC_CREAT | 0o600).unwrap();
+    assert_eq!(
+        t.ns.semop(&root, id2, &[op(0, 32767, SEM_UNDO as i32)]),
+        Ok(0)
+    );
+    assert_eq!(t.ns.semop(&root, id2, &[op(0, -32767, 0)]), Ok(0));
+    assert_eq!(t.ns.semop(&root, id2, &[op(0, 1, SEM_UNDO as i32)]), Ok(0));
+    assert_eq!(t.ns.semop(&root, id2, &[op(0, -1, 0)]), Ok(0));
+    assert_eq!(
+        t.ns.semop(&root, id2, &[op(0, 1, SEM_UNDO as i32)]),
+        Err(Errno::ERANGE)
+    );
+    assert_eq!(val(&t.ns, &root, id2, 0), 0);
+    // A fork child starts with no adjustments; the parent's stay.
+    t.ns.semctl(&root, id2, 0, SETVAL, SemArg::Val(0)).unwrap();
+    assert_eq!(t.ns.semop(&root, id2, &[op(0, 1, SEM_UNDO as i32)]), Ok(0));
+    let ns_ref = &t.ns;
+    assert_eq!(
+        support::fork_run(|| {
+            let _ = ns_ref.exit_process();
+            0
+        }),
+        0
+    );
+    assert_eq!(val(&t.ns, &root, id2, 0), 1);
+    // A set removed before the exit: skipped.
+    let id3 = t.ns.semget(&root, 0, 1, IPC_CREAT | 0o600).unwrap();
+    assert_eq!(t.ns.semop(&root, id3, &[op(0, 1, SEM_UNDO as i32)]), Ok(0));
+    t.ns.semctl(&root, id3, 0, IPC_RMID, SemArg::None).unwrap();
+    assert_eq!(t.ns.exit_process(), Ok(()));
+    assert_eq!(val(&t.ns, &root, id2, 0), 0, "our own exit undid +1");
+    t.ns.check().unwrap();
+}

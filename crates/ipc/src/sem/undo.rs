@@ -1,0 +1,259 @@
+//! SEM_UNDO: per process and set, the adjustment that undoes what the
+//! process's SEM_UNDO operations did, applied when the process exits
+//! (ipc/sem.c `struct sem_undo`, `find_alloc_undo`, `exit_sem`).
+//!
+//! # Protocol
+//! An entry lives in the heap and is on two lists: its set's (`undos` in
+//! the slot, through `next_set`, protected by the set lock) and its
+//! process's (`undos` in the process record, through `next_proc`,
+//! protected by the procs lock). It is made under the set lock (then the
+//! procs lock, to link it to the process) the first time a process does a
+//! SEM_UNDO operation on a set. Adjustments change with the values, in
+//! the same journaled commit (`op.rs`). SETVAL and SETALL zero them.
+//!
+//! At exit, or when a dead process is reaped, each entry is applied under
+//! its set's lock through the set's journal: the new values (clamped to
+//! 0..=SEMVMX, as `exit_sem` clamps) and the entry to retire are written
+//! first; the repair writes the values, takes the entry out of the set's
+//! list and marks it applied, so a finisher killed midway never applies an
+//! entry twice. An entry whose set was removed (or replaced at the same
+//! id: the generation differs) is skipped. The procs lock then frees the
+//! entries with the record.
+//!
+//! # Layout
+//! 40-byte head ([`UndoHead`]: `next_proc` @0, `next_set` @8, `proc` @16,
+//! `semid` @20, `generation` @24, `nsems` @32, `applied` @36), then
+//! `nsems` 16-bit adjustments.
+
+use super::{JOURNAL_UNDO, SemKind, sems};
+use crate::arena::Arena;
+use crate::errno::Errno;
+use crate::heap;
+use crate::limits::SEMVMX;
+use crate::object::SemSlot;
+use crate::proc::{self, Proc};
+use crate::registry::{Kind, lock_object, obtain};
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64};
+
+/// The head of an entry.
+#[repr(C, align(8))]
+pub struct UndoHead {
+    pub next_proc: AtomicU64,
+    pub next_set: AtomicU64,
+    /// The process record's index.
+    pub proc: AtomicU32,
+    pub semid: AtomicI32,
+    /// The set's slot generation when the entry was made.
+    pub generation: AtomicU64,
+    pub nsems: AtomicU32,
+    /// 1 once applied (or orphaned by the set's removal).
+    pub applied: AtomicU32,
+}
+
+const HEAD: u64 = 40;
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<UndoHead>() == HEAD as usize);
+    assert!(offset_of!(UndoHead, generation) == 24);
+    assert!(offset_of!(UndoHead, applied) == 36);
+};
+
+// repr(C), atomics only, no Drop.
+crate::arena::map::shared_types!(UndoHead);
+
+/// Heap bytes of an entry for `nsems` semaphores.
+pub fn bytes(nsems: u32) -> u64 {
+    (HEAD + 2 * u64::from(nsems)).next_multiple_of(8)
+}
+
+/// The entry at `off`, checked.
+pub fn head(a: &Arena, off: u64) -> Result<&UndoHead, Errno> {
+    if off == 0 || !off.is_multiple_of(8) || !a.in_heap(off, HEAD) {
+        return Err(Errno::EUCLEAN);
+    }
+    let h: &UndoHead = a.view(off)?;
+    if !a.in_heap(off, bytes(h.nsems.load(Relaxed))) {
+        return Err(Errno::EUCLEAN);
+    }
+    Ok(h)
+}
+
+/// The adjustments of the entry at `off` (16-bit, signed).
+pub fn adj(a: &Arena, off: u64) -> Result<&[AtomicU16], Errno> {
+    let h = head(a, off)?;
+    a.view_slice(off + HEAD, h.nsems.load(Relaxed) as usize)
+}
+
+fn walk_limit(a: &Arena) -> usize {
+    (a.layout().size / HEAD) as usize
+}
+
+/// The entries on the set's list (set lock held), bounded; a bad link
+/// ends the walk.
+pub fn of_set(a: &Arena, s: &SemSlot) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cur = s.undos.load(Relaxed);
+    while cur != 0 && out.len() < walk_limit(a) {
+        let Ok(h) = head(a, cur) else { break };
+        out.push(cur);
+        cur = h.next_set.load(Relaxed);
+    }
+    out
+}
+
+/// The entries on a process's list (procs lock held), bounded.
+pub fn list_of(a: &Arena, r: &Proc) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cur = r.undos.load(Relaxed);
+    while cur != 0 && out.len() < walk_limit(a) {
+        let Ok(h) = head(a, cur) else { break };
+        out.push(cur);
+        cur = h.next_proc.load(Relaxed);
+    }
+    out
+}
+
+/// The next entry on a process's list (0 at the end or on a bad link).
+pub fn next_proc(a: &Arena, off: u64) -> u64 {
+    head(a, off).map_or(0, |h| h.next_proc.load(Relaxed))
+}
+
+/// Frees an entry (off every list).
+pub fn free(a: &Arena, off: u64) {
+    if let Ok(h) = head(a, off) {
+        let _ = heap::free(a, off, bytes(h.nsems.load(Relaxed)));
+    }
+}
+
+/// `find_alloc_undo`: the calling process's entry for the set (set lock
+/// held, the set checked valid), made if missing.
+pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Result<u64, Errno> {
+    let me = proc::me(a)?;
+    for off in of_set(a, s) {
+        let h = head(a, off)?;
+        if h.proc.load(Relaxed) == me && h.generation.load(Relaxed) == generation {
+            return Ok(off);
+        }
+    }
+    let n = sems(a, s)?.len() as u32;
+    let off = heap::alloc(a, bytes(n))?;
+    let h: &UndoHead = a.view(off)?;
+    h.proc.store(me, Relaxed);
+    h.semid.store(semid, Relaxed);
+    h.generation.store(generation, Relaxed);
+    h.nsems.store(n, Relaxed);
+    h.applied.store(0, Relaxed);
+    // Onto the process's list first: an entry only its process knows is
+    // freed at its exit; one only the set knows would leak.
+    {
+        let _g = proc::lock(a)?;
+        let r = proc::record(a, me)?;
+        h.next_proc.store(r.undos.load(Relaxed), Relaxed);
+        r.undos.store(off, Relaxed);
+    }
+    h.next_set.store(s.undos.load(Relaxed), Relaxed);
+    s.undos.store(off, Relaxed);
+    Ok(off)
+}
+
+/// Zeroes the adjustments of every process for semaphore `semnum`, or all
+/// of them (`None`): what SETVAL and SETALL do. Set lock held.
+pub fn clear(a: &Arena, s: &SemSlot, semnum: Option<u16>) {
+    for off in of_set(a, s) {
+        if let Ok(adj) = adj(a, off) {
+            match semnum {
+                Some(n) => {
+                    if let Some(x) = adj.get(usize::from(n)) {
+                        x.store(0, Relaxed);
+                    }
+                }
+                None => adj.iter().for_each(|x| x.store(0, Relaxed)),
+            }
+        }
+    }
+}
+
+/// Takes an entry out of its set's list. Set lock held.
+pub fn unlink_from_set(a: &Arena, s: &SemSlot, off: u64) {
+    let next = head(a, off).map_or(0, |h| h.next_set.load(Relaxed));
+    if s.undos.load(Relaxed) == off {
+        s.undos.store(next, Relaxed);
+        return;
+    }
+    for p in of_set(a, s) {
+        if let Ok(h) = head(a, p)
+            && h.next_set.load(Relaxed) == off
+        {
+            h.next_set.store(next, Relaxed);
+            return;
+        }
+    }
+}
+
+/// The set is being removed: its entries stay with their processes,
+/// marked applied (nothing to undo any more). Set lock held.
+pub fn orphan_all(a: &Arena, s: &SemSlot) {
+    for off in of_set(a, s) {
+        if let Ok(h) = head(a, off) {
+            h.applied.store(1, Relaxed);
+        }
+    }
+    s.undos.store(0, Relaxed);
+}
+
+/// `exit_sem` for one entry of process `pid`: its adjustments added to the
+/// set's values, clamped to 0..=SEMVMX, sempid = `pid`, sleepers woken.
+/// Skipped if already applied or if the set is gone.
+pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
+    let h = head(a, off)?;
+    if h.applied.load(Relaxed) != 0 {
+        return Ok(());
+    }
+    let Ok(f) = obtain::<SemKind>(a, h.semid.load(Relaxed)) else {
+        // The set is gone: nothing to undo.
+        h.applied.store(1, Relaxed);
+        return Ok(());
+    };
+    let s = f.slot;
+    let _g = lock_object::<SemKind>(a, s)?;
+    if crate::registry::still_valid(&f).is_err()
+        || f.generation != h.generation.load(Relaxed)
+        || h.applied.load(Relaxed) != 0
+    {
+        h.applied.store(1, Relaxed);
+        return Ok(());
+    }
+    let sems = sems(a, s)?;
+    let adj = adj(a, off)?;
+    let n = sems.len();
+    // The journal: the entry, then every value as it is to be.
+    let words = n + 1;
+    let journal = heap::alloc(a, words as u64 * 8)?;
+    let block: &[AtomicU64] = a.view_slice(journal, words)?;
+    block[0].store(off, Relaxed);
+    for (i, (w, sem)) in block[1..].iter().zip(sems).enumerate() {
+        let d = adj.get(i).map_or(0, |x| i32::from(x.load(Relaxed) as i16));
+        let (v, p) = if d == 0 {
+            (sem.val(), sem.pid())
+        } else {
+            ((sem.val() + d).clamp(0, SEMVMX), pid)
+        };
+        w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
+    }
+    s.journal_len.store(words as u32, Relaxed);
+    s.journal_off.store(journal, Relaxed);
+    s.journal_op.store(JOURNAL_UNDO, Relaxed);
+    SemKind::repair_object(a, s)?;
+    super::op::update_queue(a, s)
+}
+
+/// The repair's half of [`apply_at_exit`]: the entry out of the set's list
+/// and marked applied. Set lock held.
+pub fn retire(a: &Arena, s: &SemSlot, off: u64) {
+    unlink_from_set(a, s, off);
+    if let Ok(h) = head(a, off) {
+        h.applied.store(1, Relaxed);
+    }
+}
