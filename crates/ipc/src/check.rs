@@ -50,6 +50,7 @@ impl Namespace {
             msg: check_kind::<MsgKind>(a, &mut p),
             shm: check_kind::<ShmKind>(a, &mut p),
         };
+        check_procs(a, &mut p);
         (census, p)
     }
 }
@@ -136,4 +137,26 @@ fn check_kind<K: Kind>(a: &Arena, out: &mut Vec<String>) -> u32 {
         e("journal left open".to_string());
     }
     n
+}
+
+/// Process records: none left behind by a process that is gone (its
+/// undo entries not applied).
+fn check_procs(a: &Arena, out: &mut Vec<String>) {
+    let Ok(_g) = crate::proc::lock(a) else {
+        out.push("procs: lock failed".to_string());
+        return;
+    };
+    match crate::proc::table(a) {
+        Err(e) => out.push(format!("procs: table: {e}")),
+        Ok(t) => {
+            for r in t.iter().filter(|r| r.state.load(Relaxed) == crate::proc::LIVE) {
+                let pid = r.pid.load(Relaxed);
+                if !crate::lock::process_alive(pid, r.start.load(Relaxed)) && out.len() < 200 {
+                    out.push(format!(
+                        "procs: process {pid} is gone but its record (and undo entries) remain"
+                    ));
+                }
+            }
+        }
+    }
 }

@@ -133,6 +133,9 @@ fn check(ns: &Namespace) -> anyhow::Result<ExitCode> {
 /// The namespace's consistency check: what it holds, or every problem
 /// found (today the library stops at the first one).
 fn problems(ns: &Namespace) -> Result<Census, Vec<String>> {
+    // Clean up after processes that died without exiting through ipcns,
+    // as any caller would, then check.
+    let _ = ns.reap_exited();
     match ns.problems() {
         (census, p) if p.is_empty() => Ok(census),
         (_, p) => Err(p),
