@@ -205,3 +205,18 @@ pub fn signal(pid: i32, sig: i32) {
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(pid, sig) };
 }
+
+/// The exit code of child `pid` if it has ended (`-signal` if killed).
+pub fn try_wait_child(pid: i32) -> Option<i32> {
+    let mut status = 0;
+    // SAFETY: polls our own child; `status` is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r != pid {
+        return None;
+    }
+    Some(if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    })
+}
