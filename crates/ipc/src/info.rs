@@ -83,6 +83,7 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
+        crate::fork::unregister(self.arena());
         // Errors cannot be reported from a drop; the next reaper retries.
         let _ = crate::proc::exit(self.arena());
     }

@@ -24,6 +24,7 @@ not_loom! {
     mod check;
     pub mod creds;
     mod ctl;
+    mod fork;
     mod heap;
     mod ids;
     mod info;

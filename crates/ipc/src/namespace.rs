@@ -17,7 +17,9 @@ const PREFIX: &str = "ipcns.";
 /// An attached IPC namespace.
 pub struct Namespace {
     name: String,
-    arena: Arena,
+    /// Boxed: its address is registered for the fork handler (`fork.rs`)
+    /// while the namespace has attachments.
+    arena: Box<Arena>,
 }
 
 /// Where the per-user directories of arenas are made.
@@ -85,7 +87,7 @@ impl Namespace {
     pub fn create(name: &str, opts: CreateOptions) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: name.to_string(),
-            arena: Arena::create(&path_of(name)?, opts)?,
+            arena: Box::new(Arena::create(&path_of(name)?, opts)?),
         })
     }
 
@@ -101,7 +103,7 @@ impl Namespace {
     pub fn open_as(name: &str, access: Access) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: name.to_string(),
-            arena: Arena::open(&path_of(name)?, access)?,
+            arena: Box::new(Arena::open(&path_of(name)?, access)?),
         })
     }
 
@@ -109,7 +111,7 @@ impl Namespace {
     pub fn create_at(path: &std::path::Path, opts: CreateOptions) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: path.display().to_string(),
-            arena: Arena::create(path, opts)?,
+            arena: Box::new(Arena::create(path, opts)?),
         })
     }
 
@@ -122,7 +124,7 @@ impl Namespace {
     pub fn open_at_as(path: &std::path::Path, access: Access) -> Result<Namespace, ArenaError> {
         Ok(Namespace {
             name: path.display().to_string(),
-            arena: Arena::open(path, access)?,
+            arena: Box::new(Arena::open(path, access)?),
         })
     }
 

@@ -155,7 +155,11 @@ pub struct ShmSlot {
     /// Start time (clock ticks since boot) of the creating process, which
     /// with `cpid` tells whether the creator still lives (shm_rmid_forced).
     pub creator_start: AtomicU64,
-    pub spare: [AtomicU64; 4],
+    /// The attachment being counted or uncounted (`shm/attach.rs`): heap
+    /// offset and operation, so the next locker finishes it.
+    pub journal_attach: AtomicU64,
+    pub journal_op: AtomicU64,
+    pub spare: [AtomicU64; 2],
 }
 
 const _: () = {

@@ -17,7 +17,8 @@
 //! then, so a set held by a dead SEM_UNDO holder is released.
 //!
 //! # Layout
-//! [`Proc`]: 64 bytes, `pid` @0, `state` @4, `start` @8, `undos` @16.
+//! [`Proc`]: 64 bytes, `pid` @0, `state` @4, `start` @8, `undos` @16,
+//! `attaches` @24, `image` @32.
 
 use crate::arena::Arena;
 use crate::arena::header::Procs;
@@ -41,7 +42,13 @@ pub struct Proc {
     pub start: AtomicU64,
     /// Its first undo entry (heap offset), linked through `next_proc`.
     pub undos: AtomicU64,
-    pub spare: [AtomicU64; 5],
+    /// Its first shm attachment (heap offset), linked through `next`.
+    pub attaches: AtomicU64,
+    /// A number drawn by the program image that made the record: another
+    /// number with the same pid and start time means an exec happened
+    /// (attachments gone, undo entries kept).
+    pub image: AtomicU64,
+    pub spare: [AtomicU64; 3],
 }
 
 const _: () = {
@@ -49,6 +56,8 @@ const _: () = {
     assert!(size_of::<Proc>() == 64);
     assert!(offset_of!(Proc, start) == 8);
     assert!(offset_of!(Proc, undos) == 16);
+    assert!(offset_of!(Proc, attaches) == 24);
+    assert!(offset_of!(Proc, image) == 32);
 };
 
 // repr(C), atomics only, no Drop.
@@ -100,10 +109,17 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     }
     let pid = std::process::id() as i32;
     let start = lock::own_start();
-    let idx = {
+    let (idx, exec) = {
         let _g = lock(a)?;
         find_or_make(a, pid, start)?
     };
+    if exec {
+        // This image replaced the one that made the record (execve): its
+        // attachments are gone with its address space; undo entries stay.
+        crate::shm::attach::drop_all(a, idx, pid)?;
+        let _g = lock(a)?;
+        record(a, idx)?.image.store(image(), Relaxed);
+    }
     a.own_proc
         .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
     // A newcomer cleans up after the processes that left without doing it
@@ -112,7 +128,23 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     Ok(idx)
 }
 
-fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<u32, Errno> {
+/// A number drawn once per program image (see [`Proc::image`]).
+fn image() -> u64 {
+    static IMAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *IMAGE.get_or_init(|| {
+        lock::random_u64().unwrap_or_else(|| {
+            // No entropy: the time and our address differ per image.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64);
+            (t ^ (&IMAGE as *const _ as usize as u64)) | 1
+        })
+    })
+}
+
+/// The record of (`pid`, `start`), made if missing; and whether it was
+/// made by another program image of the same process (an exec).
+fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<(u32, bool), Errno> {
     let t = table(a)?;
     let mut free = None;
     for (i, r) in t.iter().enumerate() {
@@ -120,7 +152,7 @@ fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<u32, Errno> {
             // A record with our pid but another start time is an earlier
             // process's, gone: left for `reap`, which applies its undos.
             LIVE if r.pid.load(Relaxed) == pid && r.start.load(Relaxed) == start => {
-                return Ok(i as u32);
+                return Ok((i as u32, r.image.load(Relaxed) != image()));
             }
             FREE if free.is_none() => free = Some(i),
             _ => {}
@@ -134,10 +166,12 @@ fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<u32, Errno> {
     r.pid.store(pid, Relaxed);
     r.start.store(start, Relaxed);
     r.undos.store(0, Relaxed);
+    r.attaches.store(0, Relaxed);
+    r.image.store(image(), Relaxed);
     r.state.store(LIVE, Relaxed);
     let p = procs(a);
     p.len.store(p.len.load(Relaxed).saturating_add(1), Relaxed);
-    Ok(i)
+    Ok((i, false))
 }
 
 /// Doubles the table (copying the records; indices stay); the first new
@@ -156,6 +190,8 @@ fn grow(a: &Arena) -> Result<u32, Errno> {
         n.pid.store(o.pid.load(Relaxed), Relaxed);
         n.start.store(o.start.load(Relaxed), Relaxed);
         n.undos.store(o.undos.load(Relaxed), Relaxed);
+        n.attaches.store(o.attaches.load(Relaxed), Relaxed);
+        n.image.store(o.image.load(Relaxed), Relaxed);
         n.state.store(o.state.load(Relaxed), Relaxed);
     }
     let (old_off, old_cap) = (p.table.load(Relaxed), p.cap.load(Relaxed));
@@ -220,6 +256,9 @@ fn finish(a: &Arena, idx: u32, pid: i32) -> Result<(), Errno> {
     for e in &entries {
         crate::sem::undo::apply_at_exit(a, *e, pid)?;
     }
+    // exit_shm: every attachment dropped (the mappings go with the
+    // address space).
+    crate::shm::attach::drop_all(a, idx, pid)?;
     let _g = lock(a)?;
     let r = record(a, idx)?;
     if r.state.load(Relaxed) != LIVE || r.pid.load(Relaxed) != pid {

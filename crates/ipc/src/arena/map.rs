@@ -163,3 +163,43 @@ unsafe impl Shared for core::sync::atomic::AtomicI32 {}
 unsafe impl Shared for core::sync::atomic::AtomicU64 {}
 // SAFETY: as above.
 unsafe impl Shared for core::sync::atomic::AtomicI64 {}
+
+/// Maps `len` bytes of `file` MAP_SHARED at `addr` (0: anywhere; else
+/// exactly there, replacing what is mapped only if `replace`), for shmat.
+/// EEXIST when `addr` is taken and `replace` is false.
+pub fn map_segment(
+    file: &File,
+    len: usize,
+    addr: usize,
+    prot: i32,
+    replace: bool,
+) -> io::Result<usize> {
+    let flags = libc::MAP_SHARED
+        | match (addr, replace) {
+            (0, _) => 0,
+            (_, true) => libc::MAP_FIXED,
+            (_, false) => libc::MAP_FIXED_NOREPLACE,
+        };
+    // SAFETY: a new mapping of our own descriptor. At a fixed address it
+    // replaces existing pages only when the caller asked for SHM_REMAP, as
+    // shmat(2) does; those pages are the caller's to give up.
+    let p = unsafe { libc::mmap(addr as *mut libc::c_void, len, prot, flags, file.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    if addr != 0 && p as usize != addr {
+        // An old kernel ignoring MAP_FIXED_NOREPLACE: not where asked.
+        // SAFETY: unmaps the mapping just made.
+        unsafe { libc::munmap(p, len) };
+        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    Ok(p as usize)
+}
+
+/// Unmaps an attachment made by [`map_segment`] (shmdt).
+pub fn unmap_segment(addr: usize, len: usize) {
+    // SAFETY: unmaps exactly an attachment this process made with
+    // `map_segment` (shmdt found it in its own record); the caller gives
+    // it up, as shmdt(2) does.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}

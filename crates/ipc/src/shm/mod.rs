@@ -24,12 +24,52 @@ use crate::object::ShmSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
 use core::sync::atomic::Ordering::Relaxed;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 const PAGE_SHIFT: u32 = 12;
 
 pub(crate) struct ShmKind;
+
+pub mod attach;
+
+/// Maps segment `serial` (`size` bytes) for shmat: read-only or not,
+/// executable or not, at `addr` (0: anywhere), replacing what is there
+/// only with SHM_REMAP. Errors as do_shmat's mmap gives them: EINVAL for a
+/// taken address without SHM_REMAP, ENOMEM otherwise.
+pub(crate) fn map_segment(
+    a: &Arena,
+    serial: u64,
+    size: u64,
+    addr: usize,
+    rdonly: bool,
+    exec: bool,
+    remap: bool,
+) -> Result<usize, Errno> {
+    let path = segment_path(a, serial);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(!rdonly)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|_| Errno::EIDRM)?;
+    let len = usize::try_from(size.div_ceil(4096) * 4096).map_err(|_| Errno::ENOMEM)?;
+    let prot = libc::PROT_READ
+        | if rdonly { 0 } else { libc::PROT_WRITE }
+        | if exec { libc::PROT_EXEC } else { 0 };
+    crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::EEXIST) => Errno::EINVAL,
+            Some(libc::EACCES | libc::EPERM) => Errno::EACCES,
+            _ => Errno::ENOMEM,
+        }
+    })
+}
+
+/// Unmaps an attachment of `size` bytes at `addr`.
+pub(crate) fn unmap(addr: usize, size: u64) {
+    crate::arena::map::unmap_segment(addr, (size.div_ceil(4096) * 4096) as usize);
+}
 
 /// The backing file of the segment with serial `serial`,
 /// `<arena>.d/shm.<serial>`.
@@ -57,9 +97,9 @@ impl Kind for ShmKind {
         }
     }
 
-    fn repair_object(_a: &Arena, _s: &ShmSlot) -> Result<(), Errno> {
-        // No multi-word update under the segment lock.
-        Ok(())
+    fn repair_object(a: &Arena, s: &ShmSlot) -> Result<(), Errno> {
+        // An attachment being counted or uncounted.
+        attach::repair_slot(a, s)
     }
 }
 
@@ -158,6 +198,9 @@ impl Namespace {
         if cmd < 0 || shmid < 0 {
             return Err(Errno::EINVAL);
         }
+        // Processes gone without detaching (SIGKILL) drop their
+        // attachments now: nattch is as the kernel would show it.
+        crate::proc::reap(a)?;
         reap_if_forced(a)?;
         match cmd {
             abi::IPC_INFO => {

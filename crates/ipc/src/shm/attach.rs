@@ -1,0 +1,409 @@
+//! `shmat` and `shmdt` (ipc/shm.c `do_shmat`, `ksys_shmdt`), and the
+//! attachments every process record keeps: `shm_nattch` counts them,
+//! including those a child inherits across fork; exec and exit drop them.
+//!
+//! # Protocol
+//! An attachment is an entry in the heap on its process record's list
+//! (procs lock), in one of three states: PENDING (made, not yet counted),
+//! COUNTED (in the segment's `shm_nattch`), DETACHED. Counting and
+//! uncounting happen under the segment lock through the slot's journal
+//! (`journal_attach`, `journal_op`): the entry is named first, then
+//! `nattch` and the state change, so a process killed in between is
+//! finished by the next locker and `nattch` is never off by one. A process
+//! gone without detaching (SIGKILL) has its COUNTED entries uncounted by
+//! whoever reaps it (`proc.rs`). The last detach of a segment marked
+//! SHM_DEST destroys it (registry lock, then the segment's).
+//!
+//! Lock order: registry -> segment -> procs -> heap.
+//!
+//! # Layout
+//! An entry: 48 bytes, `next` @0, `addr` @8, `size` @16, `idx` @24,
+//! `state` @28, `generation` @32, `spare` @40.
+
+use super::ShmKind;
+use crate::abi;
+use crate::arena::Arena;
+use crate::creds::Cred;
+use crate::errno::{Errno, SysResult};
+use crate::heap;
+use crate::namespace::Namespace;
+use crate::object::ShmSlot;
+use crate::perm;
+use crate::proc;
+use crate::registry::{self, Reg, lock_object, obtain, still_valid};
+use crate::time::now;
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// `state` of an entry.
+const PENDING: u32 = 0;
+const COUNTED: u32 = 1;
+const DETACHED: u32 = 2;
+
+/// `journal_op`: count or uncount `journal_attach`.
+const JOURNAL_COUNT: u64 = 1;
+const JOURNAL_UNCOUNT: u64 = 2;
+
+/// shmat flags.
+pub const SHM_RDONLY: i32 = 0o10000;
+pub const SHM_RND: i32 = 0o20000;
+pub const SHM_REMAP: i32 = 0o40000;
+pub const SHM_EXEC: i32 = 0o100000;
+/// SHMLBA on x86-64 and aarch64 Linux: the page size.
+pub const SHMLBA: usize = 4096;
+
+/// An attachment.
+#[repr(C, align(8))]
+pub struct Attach {
+    pub next: AtomicU64,
+    pub addr: AtomicU64,
+    pub size: AtomicU64,
+    pub idx: AtomicU32,
+    pub state: AtomicU32,
+    pub generation: AtomicU64,
+    pub spare: AtomicU64,
+}
+
+const ATTACH_BYTES: u64 = 48;
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Attach>() == ATTACH_BYTES as usize);
+    assert!(offset_of!(Attach, state) == 28);
+    assert!(offset_of!(Attach, generation) == 32);
+};
+
+// repr(C), atomics only, no Drop.
+crate::arena::map::shared_types!(Attach);
+
+fn entry(a: &Arena, off: u64) -> Result<&Attach, Errno> {
+    if off == 0 || !off.is_multiple_of(8) || !a.in_heap(off, ATTACH_BYTES) {
+        return Err(Errno::EUCLEAN);
+    }
+    a.view(off)
+}
+
+/// The entries of record `idx` (procs lock held), bounded.
+fn list(a: &Arena, r: &proc::Proc) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cur = r.attaches.load(Relaxed);
+    let limit = (a.layout().size / ATTACH_BYTES) as usize;
+    while cur != 0 && out.len() < limit {
+        let Ok(e) = entry(a, cur) else { break };
+        out.push(cur);
+        cur = e.next.load(Relaxed);
+    }
+    out
+}
+
+/// Finishes a counting or uncounting the segment's last locker started.
+/// Segment lock held.
+pub(super) fn repair(a: &Arena, s: &ShmSlot) {
+    let op = s.journal_op.load(Relaxed);
+    if let Ok(e) = entry(a, s.journal_attach.load(Relaxed)) {
+        match (op, e.state.load(Relaxed)) {
+            (JOURNAL_COUNT, PENDING) => {
+                s.nattch.store(s.nattch.load(Relaxed).saturating_add(1), Relaxed);
+                e.state.store(COUNTED, Relaxed);
+            }
+            (JOURNAL_UNCOUNT, COUNTED) => {
+                s.nattch.store(s.nattch.load(Relaxed).saturating_sub(1), Relaxed);
+                e.state.store(DETACHED, Relaxed);
+            }
+            _ => {}
+        }
+    }
+    s.journal_op.store(0, Relaxed);
+    s.journal_attach.store(0, Relaxed);
+}
+
+/// Counts (`JOURNAL_COUNT`) or uncounts an entry. Segment lock held.
+fn journaled(a: &Arena, s: &ShmSlot, off: u64, op: u64) {
+    s.journal_attach.store(off, Relaxed);
+    s.journal_op.store(op, Relaxed);
+    repair(a, s);
+}
+
+/// Adds an entry for segment `idx` (generation `generation`) mapped at
+/// `addr` to record `me`. Returns its offset.
+fn record_entry(
+    a: &Arena,
+    me: u32,
+    addr: u64,
+    size: u64,
+    idx: u32,
+    generation: u64,
+    state: u32,
+) -> SysResult<u64> {
+    let off = heap::alloc(a, ATTACH_BYTES)?;
+    let e = entry(a, off)?;
+    e.addr.store(addr, Relaxed);
+    e.size.store(size, Relaxed);
+    e.idx.store(idx, Relaxed);
+    e.generation.store(generation, Relaxed);
+    e.state.store(state, Relaxed);
+    let _g = proc::lock(a)?;
+    let r = proc::record(a, me)?;
+    e.next.store(r.attaches.load(Relaxed), Relaxed);
+    r.attaches.store(off, Relaxed);
+    Ok(off)
+}
+
+/// Takes entry `off` off record `me`'s list and frees it.
+fn forget(a: &Arena, me: u32, off: u64) -> SysResult<()> {
+    let _g = proc::lock(a)?;
+    let r = proc::record(a, me)?;
+    let next = entry(a, off).map_or(0, |e| e.next.load(Relaxed));
+    if r.attaches.load(Relaxed) == off {
+        r.attaches.store(next, Relaxed);
+    } else {
+        for p in list(a, r) {
+            let pe = entry(a, p)?;
+            if pe.next.load(Relaxed) == off {
+                pe.next.store(next, Relaxed);
+                break;
+            }
+        }
+    }
+    heap::free(a, off, ATTACH_BYTES)
+}
+
+/// Uncounts entry `off` (if counted) on its segment, `pid` recorded as
+/// the last operator; destroys the segment when it was the last attachment
+/// of one marked SHM_DEST.
+fn uncount(a: &Arena, off: u64, pid: i32) -> SysResult<()> {
+    let e = entry(a, off)?;
+    let (idx, generation) = (e.idx.load(Relaxed), e.generation.load(Relaxed));
+    let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
+        e.state.store(DETACHED, Relaxed);
+        return Ok(());
+    };
+    if f.generation != generation {
+        e.state.store(DETACHED, Relaxed);
+        return Ok(());
+    }
+    let s = f.slot;
+    let destroy = {
+        let _g = lock_object::<ShmKind>(a, s)?;
+        if still_valid(&f).is_err() {
+            e.state.store(DETACHED, Relaxed);
+            return Ok(());
+        }
+        if e.state.load(Relaxed) == COUNTED {
+            journaled(a, s, off, JOURNAL_UNCOUNT);
+            // shm_close: "shp->shm_dtim = ktime_get_real_seconds();
+            // ipc_update_pid(&shp->shm_lprid, task_tgid(current));"
+            s.dtime.store(now(), Relaxed);
+            s.lpid.store(pid, Relaxed);
+        } else {
+            e.state.store(DETACHED, Relaxed);
+        }
+        s.nattch.load(Relaxed) == 0 && s.head.mode.load(Relaxed) & abi::SHM_DEST != 0
+    };
+    if destroy {
+        // shm_may_destroy: under the registry lock, then the segment's.
+        let reg = Reg::lock::<ShmKind>(a)?;
+        let _g = lock_object::<ShmKind>(a, s)?;
+        if still_valid(&f).is_ok()
+            && s.nattch.load(Relaxed) == 0
+            && s.head.mode.load(Relaxed) & abi::SHM_DEST != 0
+        {
+            reg.remove::<ShmKind>(f.idx)?;
+        }
+    }
+    Ok(())
+}
+
+/// Drops every attachment of record `idx` (exit, exec, a reaped process):
+/// uncounted, forgotten. The mappings themselves went with the address
+/// space.
+pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
+    let entries = {
+        let _g = proc::lock(a)?;
+        list(a, proc::record(a, idx)?)
+    };
+    for off in entries {
+        uncount(a, off, pid)?;
+        forget(a, idx, off)?;
+    }
+    Ok(())
+}
+
+/// In a forked child: the parent's attachments are the child's too (its
+/// address space is a copy), so each is counted once more, with the parent
+/// as the last operator (Linux counts them in `dup_mmap`, in the parent).
+pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
+    let entries: Vec<(u64, u64, u32, u64)> = {
+        let _g = proc::lock(a)?;
+        let r = proc::record(a, parent)?;
+        list(a, r)
+            .into_iter()
+            .filter_map(|off| entry(a, off).ok())
+            .filter(|e| e.state.load(Relaxed) == COUNTED)
+            .map(|e| {
+                (
+                    e.addr.load(Relaxed),
+                    e.size.load(Relaxed),
+                    e.idx.load(Relaxed),
+                    e.generation.load(Relaxed),
+                )
+            })
+            .collect()
+    };
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let me = proc::me(a)?;
+    let ppid = crate::lock::parent_pid();
+    for (addr, size, idx, generation) in entries {
+        let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
+            continue;
+        };
+        if f.generation != generation {
+            continue;
+        }
+        let off = record_entry(a, me, addr, size, idx, generation, PENDING)?;
+        let s = f.slot;
+        let _g = lock_object::<ShmKind>(a, s)?;
+        if still_valid(&f).is_err() {
+            continue;
+        }
+        journaled(a, s, off, JOURNAL_COUNT);
+        // shm_open: "shp->shm_atim = ...; ipc_update_pid(&shp->shm_lprid,
+        // task_tgid(current));" with current the parent.
+        s.atime.store(now(), Relaxed);
+        s.lpid.store(ppid, Relaxed);
+    }
+    Ok(())
+}
+
+impl Namespace {
+    /// `shmat(shmid, shmaddr, shmflg)`: maps the segment (MAP_SHARED, at
+    /// `shmaddr` or where the system chooses when it is 0) and returns the
+    /// address.
+    ///
+    /// shmop(2); ipc/shm.c `do_shmat`.
+    pub fn shmat(&self, cred: &Cred, shmid: i32, shmaddr: usize, shmflg: i32) -> SysResult<usize> {
+        let a = self.arena();
+        // "if (shmid < 0) goto out;" (-EINVAL)
+        if shmid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut addr = shmaddr;
+        if addr != 0 {
+            if addr & (SHMLBA - 1) != 0 {
+                // "if (shmflg & SHM_RND) addr &= ~(shmlba - 1); else goto out;"
+                if shmflg & SHM_RND != 0 {
+                    addr &= !(SHMLBA - 1);
+                    // "if (addr == 0 && (shmflg & SHM_REMAP)) goto out;"
+                    if addr == 0 && shmflg & SHM_REMAP != 0 {
+                        return Err(Errno::EINVAL);
+                    }
+                } else {
+                    return Err(Errno::EINVAL);
+                }
+            }
+        } else if shmflg & SHM_REMAP != 0 {
+            // "else if ((shmflg & SHM_REMAP)) goto out;"
+            return Err(Errno::EINVAL);
+        }
+        let rdonly = shmflg & SHM_RDONLY != 0;
+        let exec = shmflg & SHM_EXEC != 0;
+        // acc_mode: S_IRUGO, plus S_IWUGO unless read-only, plus S_IXUGO.
+        let acc = 0o444 | if rdonly { 0 } else { 0o222 } | if exec { 0o111 } else { 0 };
+        let f = obtain::<ShmKind>(a, shmid)?;
+        let s = f.slot;
+        perm::ipcperms(cred, &s.head, acc)?;
+        let size = s.size.load(Relaxed);
+        let serial = s.serial.load(Relaxed);
+        // The mapping first (shm_file's mmap), then the count.
+        let mapped = super::map_segment(a, serial, size, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
+        let me = match proc::me(a) {
+            Ok(me) => me,
+            Err(e) => {
+                super::unmap(mapped, size);
+                return Err(e);
+            }
+        };
+        let off = match record_entry(a, me, mapped as u64, size, f.idx, f.generation, PENDING) {
+            Ok(off) => off,
+            Err(e) => {
+                super::unmap(mapped, size);
+                return Err(e);
+            }
+        };
+        let counted = (|| {
+            let _g = lock_object::<ShmKind>(a, s)?;
+            // "if (!ipc_valid_object(&shp->shm_perm)) { err = -EIDRM; ...}"
+            still_valid(&f)?;
+            journaled(a, s, off, JOURNAL_COUNT);
+            s.atime.store(now(), Relaxed);
+            s.lpid.store(cred.pid, Relaxed);
+            Ok(())
+        })();
+        if let Err(e) = counted {
+            super::unmap(mapped, size);
+            let _ = forget(a, me, off);
+            return Err(e);
+        }
+        if shmflg & SHM_REMAP != 0 {
+            // The mapping replaced whatever was there: attachments it
+            // covered are gone (their munmap would have uncounted them).
+            let end = mapped as u64 + size.div_ceil(4096) * 4096;
+            let covered: Vec<u64> = {
+                let _g = proc::lock(a)?;
+                list(a, proc::record(a, me)?)
+                    .into_iter()
+                    .filter(|&o| o != off)
+                    .filter(|&o| {
+                        entry(a, o).is_ok_and(|e| {
+                            let (s0, len) = (e.addr.load(Relaxed), e.size.load(Relaxed));
+                            s0 >= mapped as u64 && s0 + len.div_ceil(4096) * 4096 <= end
+                        })
+                    })
+                    .collect()
+            };
+            for o in covered {
+                uncount(a, o, cred.pid)?;
+                forget(a, me, o)?;
+            }
+        }
+        crate::fork::register(a);
+        Ok(mapped)
+    }
+
+    /// `shmdt(shmaddr)`: unmaps the attachment that starts at `shmaddr`.
+    ///
+    /// shmop(2); ipc/shm.c `ksys_shmdt`: EINVAL when no attachment of this
+    /// process starts there.
+    pub fn shmdt(&self, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
+        let a = self.arena();
+        // "if (addr & ~PAGE_MASK) return retval;" (-EINVAL)
+        if shmaddr & (SHMLBA - 1) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let me = proc::me(a)?;
+        let found = {
+            let _g = proc::lock(a)?;
+            list(a, proc::record(a, me)?).into_iter().find(|&off| {
+                entry(a, off).is_ok_and(|e| {
+                    e.addr.load(Relaxed) == shmaddr as u64 && e.state.load(Relaxed) != DETACHED
+                })
+            })
+        };
+        let Some(off) = found else {
+            return Err(Errno::EINVAL);
+        };
+        let size = entry(a, off)?.size.load(Relaxed);
+        super::unmap(shmaddr, size);
+        uncount(a, off, cred.pid)?;
+        forget(a, me, off)?;
+        Ok(0)
+    }
+}
+
+/// Repairs the segment's attachment journal as its lock's repair.
+pub(super) fn repair_slot(a: &Arena, s: &ShmSlot) -> Result<(), Errno> {
+    repair(a, s);
+    Ok(())
+}
