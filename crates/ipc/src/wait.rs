@@ -21,7 +21,7 @@
 //! # Layout
 //! 64 bytes (one heap block of class 64): `state` @0, `status` @4, `next`
 //! @8, `who` @16, `pid` @24, `nops` @28, `ops` @32, `blocking` @40,
-//! `flags` @44, `spare` @48.
+//! `flags` @44, `spare` @48 (semop: the undo entry; the heartbeat).
 
 use crate::arena::Arena;
 use crate::errno::Errno;
@@ -155,10 +155,29 @@ pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<()
     Ok(())
 }
 
-/// Whether the sleeper of a record still lives.
+/// A sleeper's heartbeat older than this is checked in /proc (a zombie
+/// answers `tgkill` like a live thread).
+const HEARTBEAT_NS: u64 = 250_000_000;
+
+/// Whether the sleeper of a record still lives. A thread that does not
+/// answer `tgkill` is gone. One that answers and beat within 250 ms is
+/// alive (sleepers beat at least every 100 ms); otherwise /proc tells a
+/// zombie from a live thread.
 pub fn sleeper_alive(w: &Waiter) -> bool {
     let who = w.who.load(Relaxed);
-    lock::thread_exists(w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32)
+    let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
+    if !lock::thread_answers(pid, tid) {
+        return false;
+    }
+    if now_ns().saturating_sub(w.spare[1].load(Relaxed)) < HEARTBEAT_NS {
+        return true;
+    }
+    lock::thread_exists(pid, tid)
+}
+
+/// Records that the sleeper is alive now (`spare[1]`: its heartbeat).
+pub fn beat(w: &Waiter) {
+    w.spare[1].store(now_ns(), Relaxed);
 }
 
 /// Unlinks and frees a record whose sleeper died. Object lock held.
@@ -207,6 +226,7 @@ const TICK_NS: u64 = 100_000_000;
 /// held. The record is the caller's.
 pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept {
     let start = now_ns();
+    beat(w);
     let mut spins = 0u32;
     loop {
         // Acquire: pairs with the Release in `complete`.
@@ -244,7 +264,10 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept
                     return Slept::Interrupted;
                 }
             }
-            Woke::TimedOut => tick(),
+            Woke::TimedOut => {
+                beat(w);
+                tick();
+            }
             Woke::Woken => {}
         }
     }
@@ -252,7 +275,5 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn now_ns() -> u64 {
-    use std::sync::OnceLock;
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+    lock::monotonic_ns()
 }

@@ -39,7 +39,8 @@ mod os;
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
-    holder_of, my_identity, own_start, process_alive, thread_exists,
+    holder_of, monotonic_ns, my_identity, own_start, parent_pid, process_alive, random_u64,
+    real_seconds, thread_answers, thread_exists,
 };
 
 #[cfg(all(test, loom))]

@@ -354,3 +354,54 @@ pub fn own_start() -> u64 {
     let pid = unsafe { libc::getpid() };
     thread_stat(pid as u32).map_or(0, |(_, s)| s)
 }
+
+/// Eight random bytes from the kernel (`getrandom`), if it has them.
+pub fn random_u64() -> Option<u64> {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom fills at most the 8 bytes of a local buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, libc::GRND_NONBLOCK) };
+    let r = u64::from_le_bytes(b);
+    (n == 8 && r != 0).then_some(r)
+}
+
+/// `getppid()`.
+pub fn parent_pid() -> i32 {
+    // SAFETY: getppid takes nothing and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// `clock_gettime(clock)` in nanoseconds (0 if the clock is unreadable).
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec into a local (a vDSO call, no syscall).
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// `ktime_get_real_seconds()`: the coarse wall clock, in seconds (what
+/// Linux stamps IPC objects with: the timekeeper's last tick, no read of
+/// the hardware clock).
+pub fn real_seconds() -> i64 {
+    (clock_ns(libc::CLOCK_REALTIME_COARSE) / 1_000_000_000) as i64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same in every process (deadlines,
+/// sleepers' heartbeats).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Whether thread `tid` of process `tgid` exists: `tgkill(tgid, tid, 0)`
+/// only (no /proc read). A zombie still answers yes.
+pub fn thread_answers(tgid: i32, tid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence and permission.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid as libc::c_int, 0) };
+    r == 0 || crate::errno::Errno::last().0 != libc::ESRCH
+}

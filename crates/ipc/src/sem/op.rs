@@ -39,10 +39,11 @@ use core::sync::atomic::Ordering::Relaxed;
 
 /// What trying an operation array on the current values gives.
 enum Attempt {
-    /// Every operation can be done: the new values, one per semaphore
-    /// touched (`(sem_num, value, adjustment)`, in first-touch order; the
-    /// adjustment is the caller's undo value for it, when it has one).
-    Done(Vec<(u16, i32, i32)>),
+    /// Every operation can be done: the first `n` entries of the buffer
+    /// hold the new values, one per semaphore touched (`(sem_num, value,
+    /// adjustment)`, in first-touch order; the adjustment is the caller's
+    /// undo value for it, when it has one).
+    Done(usize),
     /// The operation on `sem_num` must wait: for zero, or to decrement.
     Block { sem_num: u16, zero: bool },
     /// The array fails as a whole.
@@ -53,14 +54,48 @@ enum Attempt {
 /// changing them. ERANGE above SEMVMX, or for an undo adjustment out of
 /// `-(SEMAEM + 1)..=SEMAEM`; blocking: EAGAIN when the blocking operation
 /// has IPC_NOWAIT. `adj` is the caller's undo entry for the set.
-fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>) -> Attempt {
-    let mut new: Vec<(u16, i32, i32)> = Vec::with_capacity(sops.len());
+/// One entry per semaphore an array touches.
+type Touch = (u16, i32, i32);
+
+/// A buffer for [`attempt`]: on the stack for up to 8 operations (the
+/// common case costs no allocation), else on the heap.
+struct Scratch {
+    stack: [Touch; 8],
+    heap: Vec<Touch>,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            stack: [(0, 0, 0); 8],
+            heap: Vec::new(),
+        }
+    }
+
+    fn for_ops(&mut self, n: usize) -> &mut [Touch] {
+        if n <= self.stack.len() {
+            &mut self.stack[..]
+        } else {
+            self.heap.resize(n, (0, 0, 0));
+            &mut self.heap[..]
+        }
+    }
+}
+
+fn attempt(
+    sems: &[Sem],
+    sops: &[sembuf],
+    adj: Option<&[AtomicU16]>,
+    buf: &mut [Touch],
+) -> Attempt {
+    let mut len = 0usize;
     for sop in sops {
         let n = sop.sem_num;
         let Some(sem) = sems.get(usize::from(n)) else {
             // The set shrank under us: only a corrupt arena does that.
             return Attempt::Fail(Errno::EUCLEAN);
         };
+        let new = &mut buf[..len];
         let slot = new.iter().position(|&(m, _, _)| m == n);
         let (cur, cur_adj) = match slot {
             Some(i) => (new[i].1, new[i].2),
@@ -104,10 +139,17 @@ fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>) -> Attempt 
                 new[i].1 = result;
                 new[i].2 = new_adj;
             }
-            None => new.push((n, result, new_adj)),
+            None => {
+                // `buf` holds at least one entry per operation.
+                let Some(e) = buf.get_mut(len) else {
+                    return Attempt::Fail(Errno::E2BIG);
+                };
+                *e = (n, result, new_adj);
+                len += 1;
+            }
         }
     }
-    Attempt::Done(new)
+    Attempt::Done(len)
 }
 
 /// Writes the new values (and `pid` as every touched semaphore's sempid)
@@ -205,7 +247,9 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
             } else {
                 None
             };
-            let outcome = attempt(sems, &sops, adj);
+            let mut scratch = Scratch::new();
+            let buf = scratch.for_ops(sops.len());
+            let outcome = attempt(sems, &sops, adj, buf);
             if let Attempt::Block { sem_num, zero } = outcome {
                 w.blocking
                     .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
@@ -216,8 +260,8 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
                 continue 'scan;
             }
             match outcome {
-                Attempt::Done(new) => {
-                    commit(a, s, sems, &new, w.pid.load(Relaxed), off, entry)?;
+                Attempt::Done(n) => {
+                    commit(a, s, sems, &buf[..n], w.pid.load(Relaxed), off, entry)?;
                     s.otime.store(now(), Relaxed);
                     if sops.iter().any(|o| o.sem_op != 0) {
                         continue 'scan;
@@ -315,9 +359,11 @@ impl Namespace {
             } else {
                 None
             };
-            match attempt(sems, sops, adj) {
-                Attempt::Done(new) => {
-                    commit(a, s, sems, &new, cred.pid, 0, entry)?;
+            let mut scratch = Scratch::new();
+            let buf = scratch.for_ops(sops.len());
+            match attempt(sems, sops, adj, buf) {
+                Attempt::Done(n) => {
+                    commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
                     s.otime.store(now(), Relaxed);
                     if alter {
                         update_queue(a, s)?;
@@ -400,6 +446,7 @@ fn enqueue(
         .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
     // The undo entry the waker updates when it completes the operation.
     w.spare[0].store(entry, Relaxed);
+    wait::beat(w);
     wait::append(a, &s.queue, off)?;
     Ok(off)
 }
