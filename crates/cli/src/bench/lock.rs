@@ -128,22 +128,23 @@ const CHUNK: u64 = 1024;
 /// this process may use fewer cpus than there are parties. Unbound, the
 /// scheduler often started both on one cpu and moved one away only after
 /// a time slice (a few ms, a large part of a round), so for that long one
-/// party ran alone and uncontended.
-struct Placement {
+/// party ran alone and uncontended. `bench semop` places its ping-pong
+/// pair the same way.
+pub(super) struct Placement {
     cpus: Option<Vec<usize>>,
     /// What this thread may use, restored after a process round.
-    allowed: Vec<usize>,
+    pub(super) allowed: Vec<usize>,
 }
 
 impl Placement {
-    fn new() -> anyhow::Result<Placement> {
+    pub(super) fn new() -> anyhow::Result<Placement> {
         let allowed = allowed_cpus().context("sched_getaffinity")?;
         let cpus = (allowed.len() >= PARTIES).then(|| allowed[..PARTIES].to_vec());
         Ok(Placement { cpus, allowed })
     }
 
     /// How the parties run, for the table.
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match &self.cpus {
             Some(c) => format!("parties bound to cpus {} and {}", c[0], c[1]),
             None => format!("parties not bound: {} cpu allowed", self.allowed.len()),
@@ -151,7 +152,7 @@ impl Placement {
     }
 
     /// The cpus the parties are bound to, as JSON.
-    fn json(&self) -> String {
+    pub(super) fn json(&self) -> String {
         match &self.cpus {
             Some(c) => format!(
                 "[{}]",
@@ -162,7 +163,7 @@ impl Placement {
     }
 
     /// Binds the calling thread to party `who`'s cpu.
-    fn bind(&self, who: usize) -> std::io::Result<()> {
+    pub(super) fn bind(&self, who: usize) -> std::io::Result<()> {
         match &self.cpus {
             Some(c) => set_cpus(&c[who..=who]),
             None => Ok(()),

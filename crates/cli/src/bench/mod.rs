@@ -6,6 +6,7 @@ pub mod idmap;
 pub mod lock;
 pub mod rseq;
 pub mod semget;
+pub mod semop;
 pub mod stats;
 mod sys;
 
@@ -13,13 +14,15 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
-usage: ipcns bench idmap|lock|rseq|semget [--json]
+usage: ipcns bench idmap|lock|rseq|semget|semop [--json]
   idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
           and the host kernel's own cost (root only)
   lock    the arena's lock beside glibc's robust process-shared mutex:
           uncontended, and 2 threads and 2 processes contending
   rseq    per-cpu increments and cpu number reads: rseq beside atomics
   semget  semget creation and lookup: ipcns beside the kernel
+  semop   no-op semop on two ids at seed 000's indexes, and a two-process
+          ping-pong: ipcns beside the kernel
 --json prints the results as JSON.";
 
 pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
@@ -37,6 +40,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == semget::KERNEL_CHILD {
         return semget::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
+    if what == semop::KERNEL_CHILD {
+        return semop::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     let mut json = false;
     for a in &args[1..] {
         match a.as_str() {
@@ -49,7 +55,10 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "lock" => lock::run(json).context("bench lock"),
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
-        other => bail!("bench: unknown benchmark {other:?} (expected idmap, lock, rseq or semget)"),
+        "semop" => semop::run(json).context("bench semop"),
+        other => bail!(
+            "bench: unknown benchmark {other:?} (expected idmap, lock, rseq, semget or semop)"
+        ),
     }?;
     Ok(ExitCode::SUCCESS)
 }

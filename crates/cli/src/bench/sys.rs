@@ -1,12 +1,17 @@
 //! What the benchmarks need below safe Rust: `fstat(2)`, as seed 003's
 //! kernel measurement did (std's `File::metadata` uses `statx`), loop
-//! alignment, and for `bench lock`: pages of anonymous memory, glibc's
-//! pthread mutexes in them, `fork(2)`, and cpu affinity.
+//! alignment, for `bench lock`: pages of anonymous memory, glibc's
+//! pthread mutexes in them, `fork(2)`, and cpu affinity, and for `bench
+//! semop`: the kernel's `semtimedop(2)` and `setns(2)`.
 //!
 //! # Safety
 //! `fstat` writes one `struct stat` through a pointer to a local of that
 //! type, on a descriptor borrowed for the duration of the call. The
-//! alignment is padding in the instruction stream only.
+//! alignment is padding in the instruction stream only. `semtimedop` hands
+//! the kernel a borrowed slice of `sembuf`s (laid out as the kernel's
+//! `struct sembuf`, pinned below), its length, and a NULL timeout; the
+//! kernel only reads them. `setns` gets a descriptor borrowed for the call
+//! and a flag.
 //!
 //! A [`Page`] is a fresh anonymous mapping of [`PAGE`] zeroed bytes, owned
 //! by the value and unmapped by its drop; nothing hands out a borrow that
@@ -38,6 +43,51 @@ pub fn fstat_uid(fd: BorrowedFd<'_>) -> std::io::Result<u32> {
     }
     // SAFETY: fstat returned 0, so it filled `st`.
     Ok(unsafe { st.assume_init() }.st_uid)
+}
+
+// `struct sembuf` on x86-64: unsigned short, short, short.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use ipcns::abi::sembuf;
+    assert!(size_of::<sembuf>() == 6);
+    assert!(offset_of!(sembuf, sem_op) == 2);
+    assert!(offset_of!(sembuf, sem_flg) == 4);
+};
+
+/// `semtimedop(semid, sops, nsops, NULL)`: the host kernel's semop(2)
+/// (ipc/sem.c `do_semtimedop`), as a raw system call. The errno on failure.
+#[inline]
+pub fn semtimedop(semid: i32, sops: &[ipcns::abi::sembuf]) -> Result<(), i32> {
+    // SAFETY: `sops` is borrowed for the call and laid out as the kernel's
+    // `struct sembuf` (asserted above); the kernel reads `sops.len()` of
+    // them and writes nothing; the timeout is NULL.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_semtimedop,
+            semid,
+            sops.as_ptr(),
+            sops.len(),
+            core::ptr::null::<libc::timespec>(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    }
+}
+
+/// `setns(fd, CLONE_NEWIPC)`: enters the IPC namespace that `fd` (an open
+/// /proc/PID/ns/ipc) names. setns(2).
+pub fn setns_ipc(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    // SAFETY: an open descriptor borrowed for the call, and a flag.
+    let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWIPC) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Pads the code up to the next 64-byte boundary, so that the loop that
