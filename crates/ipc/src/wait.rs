@@ -56,6 +56,9 @@ pub struct Waiter {
     /// semop: the blocking operation's semaphore number, with bit 31 set
     /// when it waits for zero (GETZCNT) rather than to decrement (GETNCNT).
     pub blocking: AtomicU32,
+    /// A ticket drawn at enqueue (never 0): a journal names the record by
+    /// offset and ticket, so a record freed and reused is not the one it
+    /// means.
     pub flags: AtomicU32,
     pub spare: [AtomicU64; 2],
 }
@@ -155,14 +158,14 @@ pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<()
     Ok(())
 }
 
-/// A sleeper's heartbeat older than this is checked in /proc (a zombie
-/// answers `tgkill` like a live thread).
-const HEARTBEAT_NS: u64 = 250_000_000;
+/// A sleeper that beat within this long is taken as alive without a
+/// /proc read: spinning sleepers beat every few microseconds.
+const HEARTBEAT_NS: u64 = 2_000_000;
 
 /// Whether the sleeper of a record still lives. A thread that does not
-/// answer `tgkill` is gone. One that answers and beat within 250 ms is
-/// alive (sleepers beat at least every 100 ms); otherwise /proc tells a
-/// zombie from a live thread.
+/// answer `tgkill` is gone. One that answers and beat within 2 ms is alive
+/// (it was spinning a moment ago). Otherwise /proc decides: not a zombie,
+/// and its start time matches the tag in `who` (a reused pid is not it).
 pub fn sleeper_alive(w: &Waiter) -> bool {
     let who = w.who.load(Relaxed);
     let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
@@ -172,7 +175,20 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     if now_ns().saturating_sub(w.spare[1].load(Relaxed)) < HEARTBEAT_NS {
         return true;
     }
-    lock::thread_exists(pid, tid)
+    lock::identity_alive(who)
+}
+
+/// Drops every record of the queue whose sleeper is gone. Object lock
+/// held.
+pub fn prune(a: &Arena, head: &AtomicU64) {
+    for off in snapshot(a, head) {
+        if let Ok(w) = at(a, off)
+            && w.state.load(Relaxed) != DONE
+            && !sleeper_alive(w)
+        {
+            let _ = drop_dead(a, head, off);
+        }
+    }
 }
 
 /// Records that the sleeper is alive now (`spare[1]`: its heartbeat).
@@ -187,9 +203,11 @@ pub fn drop_dead(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Frees a record and what it points to.
+/// Frees a record and what it points to. Its ticket is cleared first, so
+/// a journal naming the old record never takes a new one for it.
 pub fn release(a: &Arena, off: u64) {
     if let Ok(w) = at(a, off) {
+        w.flags.store(0, Relaxed);
         let ops = w.ops.swap(0, Relaxed);
         if ops != 0 {
             let _ = heap::free(a, ops, ops_bytes(w.nops.load(Relaxed)));
@@ -243,6 +261,7 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept
         if now - start < SPIN_NS {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
+                beat(w);
                 std::thread::yield_now();
             }
             core::hint::spin_loop();
@@ -276,4 +295,13 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn now_ns() -> u64 {
     lock::monotonic_ns()
+}
+
+/// A new ticket (never 0).
+pub fn ticket() -> u32 {
+    use core::sync::atomic::AtomicU32;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let salt = (std::process::id() as u32).rotate_left(16);
+    let n = NEXT.fetch_add(1, Relaxed).wrapping_add(1) ^ salt;
+    n.max(1)
 }

@@ -11,8 +11,9 @@
 //! more, plus a `FUTEX_WAKE` only if [`WAITERS`] was set. Waiters sleep on
 //! the word's low 32 bits (a shared futex) with a timeout ([`Os::wait`]).
 //!
-//! Before its first sleep, and each time a sleep runs out with the same
-//! holder, a waiter asks whether the holder lives: a thread with that tid exists, is not a
+//! Before its first sleep, and whenever a slice has passed with the same
+//! holder (whatever ended the sleeps: signals do not hold it off), a
+//! waiter asks whether the holder lives: a thread with that tid exists, is not a
 //! zombie, and has that tag. If not (it died, its tid was reused, the word
 //! is garbage, or it dates from an earlier boot), the lock is taken over:
 //! a compare-and-swap from the exact word observed, so a lock that changed
@@ -39,8 +40,8 @@ mod os;
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
-    holder_of, monotonic_ns, my_identity, own_start, parent_pid, process_alive, random_u64,
-    real_seconds, thread_answers, thread_exists,
+    holder_of, identity_alive, monotonic_ns, my_identity, own_start, parent_pid, process_alive,
+    random_u64, real_seconds, thread_answers,
 };
 
 #[cfg(all(test, loom))]
@@ -74,6 +75,11 @@ pub trait Os {
     fn spins(&self) -> u32 {
         SPINS
     }
+    /// A clock in nanoseconds (monotonic): how long a waiter has slept,
+    /// whatever ended its sleeps.
+    fn now_ns(&self) -> u64;
+    /// The length of one sleep.
+    fn slice_ns(&self) -> u64;
     /// A point between two steps of the algorithm where the model may kill
     /// the caller (`Err`); the real system never fails here.
     fn step(&self) -> Result<(), Errno> {
@@ -165,6 +171,9 @@ impl Lock {
     fn acquire_slow<O: Os>(&self, os: &O, me: u64) -> Result<bool, Errno> {
         let mut spins = 0;
         let mut checked = false;
+        // When the holder was last checked: a waiter whose sleeps keep
+        // ending early (signals) still checks once a slice has passed.
+        let mut last_check = 0u64;
         loop {
             os.step()?;
             let v = self.word.load(Ordering::Relaxed);
@@ -201,6 +210,7 @@ impl Lock {
                 // Before the first sleep: a holder that is already gone
                 // (a corpse, junk) is taken over without waiting a slice.
                 checked = true;
+                last_check = os.now_ns();
                 if os.liveness(v & WHO) == Liveness::Gone
                     && let Some(r) = self.take_over(os, v, me)?
                 {
@@ -219,9 +229,14 @@ impl Lock {
             let timed_out = os.wait(&self.word, (v | WAITERS) as u32);
             os.step()?;
             let v2 = self.word.load(Ordering::Relaxed);
-            if !timed_out || v2 & WHO != v & WHO {
+            if v2 & WHO != v & WHO {
                 continue;
             }
+            let now = os.now_ns();
+            if !timed_out && now.saturating_sub(last_check) < os.slice_ns() {
+                continue;
+            }
+            last_check = now;
             if os.liveness(v2 & WHO) == Liveness::Gone
                 && let Some(r) = self.take_over(os, v2, me)?
             {

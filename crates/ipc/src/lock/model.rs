@@ -60,6 +60,14 @@ impl Os for ModelOs<'_> {
     fn spins(&self) -> u32 {
         0
     }
+    fn now_ns(&self) -> u64 {
+        // Every reading is a slice later: each wake-up re-checks.
+        let n = self.steps.get();
+        u64::from(n) * 1_000
+    }
+    fn slice_ns(&self) -> u64 {
+        1
+    }
     fn step(&self) -> Result<(), Errno> {
         let n = self.steps.get();
         self.steps.set(n + 1);

@@ -189,6 +189,14 @@ impl Os for RealOs {
     fn took_over(&self) {
         RECOVERIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     }
+
+    fn now_ns(&self) -> u64 {
+        monotonic_ns()
+    }
+
+    fn slice_ns(&self) -> u64 {
+        SLICE_NS as u64
+    }
 }
 
 /// Who holds a lock, as `ns info` reports it.
@@ -308,20 +316,6 @@ pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
 }
 
-/// Whether thread `tid` of process `tgid` exists (`tgkill(tgid, tid, 0)`):
-/// the cheap check a waker makes before completing a sleeper's operation.
-/// A zombie counts as gone.
-pub fn thread_exists(tgid: i32, tid: u32) -> bool {
-    // SAFETY: signal 0 only checks existence and permission.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid as libc::c_int, 0) };
-    if r != 0 && crate::errno::Errno::last().0 == libc::ESRCH {
-        return false;
-    }
-    // Exists (EPERM: exists, another user's). A zombie still answers;
-    // /proc tells it apart, only in that rare case of a process-wide death.
-    !matches!(thread_stat(tid), None | Some((b'Z' | b'X' | b'x', _)))
-}
-
 /// Changes in a forked child (and only there): caches keyed by it are
 /// stale after fork. Registers the fork handler on first use.
 pub fn fork_generation() -> u64 {
@@ -404,4 +398,11 @@ pub fn thread_answers(tgid: i32, tid: u32) -> bool {
     // SAFETY: signal 0 only checks existence and permission.
     let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid as libc::c_int, 0) };
     r == 0 || crate::errno::Errno::last().0 != libc::ESRCH
+}
+
+/// Whether the thread a lock word or sleeper record names (tag << 32 |
+/// tid) lives: it exists, is not a zombie, and has that tag (so a reused
+/// tid is not taken for it). Reads /proc.
+pub fn identity_alive(who: u64) -> bool {
+    RealOs.liveness(who) == Liveness::Alive
 }

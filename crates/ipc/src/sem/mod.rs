@@ -30,8 +30,9 @@ use core::sync::atomic::Ordering::Relaxed;
 /// SEMUSZ (sizeof(struct sem_undo)) as Linux reports it in IPC_INFO.
 const SEMUSZ: i32 = 20;
 const JOURNAL_SETALL: u32 = 1;
-/// A semop: `[waiter, undo entry, values × nsems, adjustments × nsems]`
-/// (the sleeper it completes and the undo entry it changes, or 0).
+/// A semop: `[waiter, its ticket, undo entry, values × nsems, adjustments
+/// × nsems]` (the sleeper it completes and the undo entry it changes, or
+/// 0).
 const JOURNAL_SEMOP: u32 = 2;
 /// An undo entry applied at exit: `[entry, values × nsems]`.
 const JOURNAL_UNDO: u32 = 3;
@@ -111,22 +112,30 @@ fn roll_forward(a: &Arena, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<
         }
         JOURNAL_SEMOP => {
             let nsems = sems.len();
-            if words.len() != 2 + 2 * nsems {
+            if words.len() != 3 + 2 * nsems {
                 return Err(Errno::EUCLEAN);
             }
-            let (waiter, entry) = (words[0].load(Relaxed), words[1].load(Relaxed));
-            for (sem, w) in sems.iter().zip(&words[2..2 + nsems]) {
+            let (waiter, ticket, entry) = (
+                words[0].load(Relaxed),
+                words[1].load(Relaxed) as u32,
+                words[2].load(Relaxed),
+            );
+            for (sem, w) in sems.iter().zip(&words[3..3 + nsems]) {
                 set(sem, w);
             }
             if entry != 0
                 && let Ok(adj) = undo::adj(a, entry)
             {
-                for (x, w) in adj.iter().zip(&words[2 + nsems..]) {
+                for (x, w) in adj.iter().zip(&words[3 + nsems..]) {
                     x.store(w.load(Relaxed) as u16, Relaxed);
                 }
             }
-            // The sleeper whose operation these values are, if still queued.
+            // The sleeper whose operation these values are, if it is still
+            // that sleeper (same ticket: the record may have been freed and
+            // reused by then) and still queued.
             if let Ok(w) = wait::at(a, waiter)
+                && ticket != 0
+                && w.flags.load(Relaxed) == ticket
                 && w.state.load(Relaxed) != wait::DONE
             {
                 wait::complete(a, &s.queue, waiter, 0)?;

@@ -169,15 +169,18 @@ fn commit(
         sems.get(usize::from(n)).ok_or(Errno::EUCLEAN)?.set(v, pid);
         return Ok(());
     }
-    // The journal: the waiter, the undo entry, every semaphore's value and
-    // pid as they are to be, then every adjustment as it is to be.
+    // The journal: the waiter and its ticket, the undo entry, every
+    // semaphore's value and pid as they are to be, then every adjustment
+    // as it is to be.
     let n = sems.len();
-    let words = 2 + 2 * n;
+    let words = 3 + 2 * n;
     let journal = heap::alloc(a, words as u64 * 8)?;
     let block: &[AtomicU64] = a.view_slice(journal, words)?;
     block[0].store(waiter, Relaxed);
-    block[1].store(entry, Relaxed);
-    let (vals, adjs) = block[2..].split_at(n);
+    let ticket = wait::at(a, waiter).map_or(0, |w| w.flags.load(Relaxed));
+    block[1].store(u64::from(ticket), Relaxed);
+    block[2].store(entry, Relaxed);
+    let (vals, adjs) = block[3..].split_at(n);
     for (w, sem) in vals.iter().zip(sems) {
         let (v, p) = (sem.val(), sem.pid());
         w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
@@ -279,6 +282,9 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
 /// `count_semcnt`: the sleepers whose blocking operation is on `semnum`,
 /// waiting for zero (`zero`) or to decrement. Object lock held.
 pub(super) fn count_waiting(a: &Arena, s: &SemSlot, semnum: u16, zero: bool) -> i32 {
+    // A sleeper killed while queued is not waiting any more (Linux unlinks
+    // it as the task dies).
+    wait::prune(a, &s.queue);
     let want = u32::from(semnum) | if zero { 1 << 31 } else { 0 };
     wait::snapshot(a, &s.queue)
         .into_iter()
@@ -446,6 +452,7 @@ fn enqueue(
         .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
     // The undo entry the waker updates when it completes the operation.
     w.spare[0].store(entry, Relaxed);
+    w.flags.store(wait::ticket(), Relaxed);
     wait::beat(w);
     wait::append(a, &s.queue, off)?;
     Ok(off)
