@@ -158,22 +158,33 @@ pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<()
     Ok(())
 }
 
-/// A sleeper that beat within this long is taken as alive without a
-/// /proc read: spinning sleepers beat every few microseconds.
+/// A sleeper that beat within this long may still be spinning: the waker
+/// watches its heartbeat move instead of reading /proc.
 const HEARTBEAT_NS: u64 = 2_000_000;
+/// How long a waker watches for the heartbeat to move.
+const WATCH_NS: u64 = 50_000;
 
 /// Whether the sleeper of a record still lives. A thread that does not
-/// answer `tgkill` is gone. One that answers and beat within 2 ms is alive
-/// (it was spinning a moment ago). Otherwise /proc decides: not a zombie,
-/// and its start time matches the tag in `who` (a reused pid is not it).
+/// answer `tgkill` is gone. A spinning sleeper beats every microsecond or
+/// two: a heartbeat that moves while the waker watches proves it alive
+/// (nobody else writes it, so a process that took over a reused pid cannot
+/// pass for it). Otherwise /proc decides: not a zombie, and its start time
+/// matches the tag in `who`.
 pub fn sleeper_alive(w: &Waiter) -> bool {
     let who = w.who.load(Relaxed);
     let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
     if !lock::thread_answers(pid, tid) {
         return false;
     }
-    if now_ns().saturating_sub(w.spare[1].load(Relaxed)) < HEARTBEAT_NS {
-        return true;
+    let first = w.spare[1].load(Relaxed);
+    let start = now_ns();
+    if start.saturating_sub(first) < HEARTBEAT_NS {
+        while now_ns().saturating_sub(start) < WATCH_NS {
+            if w.spare[1].load(Relaxed) != first {
+                return true;
+            }
+            core::hint::spin_loop();
+        }
     }
     lock::identity_alive(who)
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the ipcns core. One binary; a module per concern.
 
 mod basics;
+mod chaos;
 mod corrupt;
 mod crash;
 mod diff;

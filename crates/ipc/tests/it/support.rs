@@ -4,8 +4,11 @@
 //! # Safety
 //! `fork_run` forks the multi-threaded test process; the child runs only its
 //! closure and `_exit`s. `drop_to` makes plain credential system calls.
-//! `wait_child_deadline` polls its own child; `child_reports_to` redirects
-//! a forked child's fd 2 onto a descriptor it owns.
+//! `wait_child_deadline` and `try_wait_child` poll their own child;
+//! `child_reports_to` redirects a forked child's fd 2 onto a descriptor it
+//! owns. `shared_words` maps fresh anonymous memory and never unmaps it.
+//! `in_new_pid_ns` unshares and mounts in a forked child, with
+//! NUL-terminated strings; `alarm_every` arms an interval timer.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -206,17 +209,114 @@ pub fn signal(pid: i32, sig: i32) {
     unsafe { libc::kill(pid, sig) };
 }
 
-/// The exit code of child `pid` if it has ended (`-signal` if killed).
+/// Reaps a child from [`fork_child`] if it has ended: its exit code
+/// (`-signal` if killed), or `None` while it runs.
 pub fn try_wait_child(pid: i32) -> Option<i32> {
     let mut status = 0;
     // SAFETY: polls our own child; `status` is a valid out-pointer.
     let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    if r != pid {
-        return None;
-    }
-    Some(if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -libc::WTERMSIG(status)
+    assert!(r >= 0, "waitpid: {}", std::io::Error::last_os_error());
+    (r == pid).then(|| {
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -libc::WTERMSIG(status)
+        }
     })
+}
+
+/// `n` zeroed words in an anonymous `MAP_SHARED` mapping: every child
+/// forked afterwards shares them (a ledger the parent still reads after
+/// killing its writers). Never unmapped.
+pub fn shared_words(n: usize) -> &'static [std::sync::atomic::AtomicU64] {
+    let len = n.max(1) * 8;
+    // SAFETY: a new anonymous mapping; no pointer is passed in.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(
+        p != libc::MAP_FAILED,
+        "mmap: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: `len` bytes, page-aligned and zero-filled (each word a valid
+    // AtomicU64), mapped for the rest of the process's life.
+    unsafe { std::slice::from_raw_parts(p.cast::<std::sync::atomic::AtomicU64>(), n) }
+}
+
+/// Runs `f` as the first process (pid 1) of a new PID namespace that has
+/// its own `/proc` (mounted in a new, private mount namespace), in a
+/// forked child: `f`'s exit code, or Err when the namespaces cannot be
+/// made (not root). When `f` ends, every process of the namespace ends.
+pub fn in_new_pid_ns(f: impl FnOnce() -> i32) -> Result<i32, String> {
+    const NO_NS: i32 = 200;
+    const NO_PRIVATE: i32 = 201;
+    const NO_PROC: i32 = 202;
+    let code = fork_run(|| {
+        // SAFETY: plain system calls with constant flags and
+        // NUL-terminated strings that outlive them.
+        unsafe {
+            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWPID) != 0 {
+                return NO_NS;
+            }
+            let none = std::ptr::null();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return NO_PRIVATE;
+            }
+        }
+        fork_run(|| {
+            // SAFETY: as above.
+            let r = unsafe {
+                libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if r != 0 {
+                return NO_PROC;
+            }
+            f()
+        })
+    });
+    match code {
+        NO_NS => Err("unshare(CLONE_NEWNS | CLONE_NEWPID) failed".to_string()),
+        NO_PRIVATE => Err("cannot make / private".to_string()),
+        NO_PROC => Err("cannot mount a new /proc".to_string()),
+        c => Ok(c),
+    }
+}
+
+/// For a forked child: a SIGALRM every `every` from now on (an interval
+/// timer, as a profiler or a runtime's ticker sets), with a handler that
+/// does nothing (SA_RESTART).
+pub fn alarm_every(every: std::time::Duration) {
+    extern "C" fn on_alarm(_: libc::c_int) {}
+    handle(libc::SIGALRM, on_alarm, libc::SA_RESTART);
+    let tv = libc::timeval {
+        tv_sec: every.as_secs() as libc::time_t,
+        tv_usec: every.subsec_micros() as libc::suseconds_t,
+    };
+    let it = libc::itimerval {
+        it_interval: tv,
+        it_value: tv,
+    };
+    // SAFETY: a valid itimerval; no old value asked for.
+    unsafe { libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut()) };
 }
