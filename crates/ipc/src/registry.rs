@@ -50,6 +50,11 @@ pub trait Kind {
     /// Finishes or undoes what a holder of the object lock was doing when
     /// it died (its roll-forward journal).
     fn repair_object(a: &Arena, s: &Self::Slot) -> Result<(), Errno>;
+    /// What the consistency check finds wrong inside one object (its
+    /// queues and lists), object lock held.
+    fn check_object(_a: &Arena, _s: &Self::Slot) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Locks an object, repairing it first if the previous holder died.

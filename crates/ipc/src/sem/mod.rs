@@ -66,6 +66,45 @@ impl Kind for SemKind {
         clear_journal(a, s);
     }
 
+    fn check_object(a: &Arena, s: &SemSlot) -> Vec<String> {
+        let mut out = Vec::new();
+        let n = s.nsems.load(Relaxed);
+        let queue = wait::snapshot(a, &s.queue);
+        let mut seen = std::collections::HashSet::new();
+        for off in queue {
+            if !seen.insert(off) {
+                out.push(format!("sleeper queue loops at {off:#x}"));
+                break;
+            }
+            match wait::at(a, off) {
+                Err(_) => out.push(format!("sleeper queue links to {off:#x}, not a record")),
+                Ok(w) => {
+                    let st = w.state.load(Relaxed);
+                    if st >= wait::DONE {
+                        out.push(format!("sleeper {off:#x} in the queue in state {st}"));
+                    }
+                    let nops = w.nops.load(Relaxed);
+                    if nops == 0 || !a.in_heap(w.ops.load(Relaxed), wait::ops_bytes(nops)) {
+                        out.push(format!("sleeper {off:#x} has no readable operations"));
+                    }
+                }
+            }
+        }
+        for off in undo::of_set(a, s) {
+            match undo::head(a, off) {
+                Ok(h) if h.nsems.load(Relaxed) != n => {
+                    out.push(format!("undo entry {off:#x} is for {} semaphores, the set has {n}", h.nsems.load(Relaxed)));
+                }
+                Ok(_) => {}
+                Err(_) => out.push(format!("undo list links to {off:#x}, not an entry")),
+            }
+        }
+        if s.journal_op.load(Relaxed) != 0 {
+            out.push("journal left open".to_string());
+        }
+        out
+    }
+
     fn repair_object(a: &Arena, s: &SemSlot) -> Result<(), Errno> {
         let op = s.journal_op.load(Relaxed);
         if op != 0 {
