@@ -63,11 +63,13 @@ impl Namespace {
 }
 
 impl Namespace {
-    /// What the kernel's exit path does for the calling process: its
-    /// SEM_UNDO adjustments applied (clamped to 0..=SEMVMX, sleepers woken,
-    /// sets removed meanwhile skipped) and its process record freed. Runs
+    /// What the kernel's exit path does for the calling process's
+    /// semaphores: its SEM_UNDO adjustments applied (clamped to
+    /// 0..=SEMVMX, sleepers woken, sets removed meanwhile skipped). Runs
     /// when the `Namespace` is dropped; a process that keeps one
-    /// `Namespace` per arena (as it should) needs nothing else.
+    /// `Namespace` per arena (as it should) needs nothing else. Its shm
+    /// attachments stay counted as long as they are mapped: until `shmdt`,
+    /// or until the process is gone and someone reaps it.
     pub fn exit_process(&self) -> crate::SysResult<()> {
         crate::proc::exit(self.arena())
     }

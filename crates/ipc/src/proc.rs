@@ -225,26 +225,30 @@ pub fn reap(a: &Arena) -> Result<u32, Errno> {
         dead(a)?
     };
     for &(idx, pid) in &gone {
-        finish(a, idx, pid)?;
+        finish(a, idx, pid, false)?;
     }
     Ok(gone.len() as u32)
 }
 
-/// What `exit` does for the calling process: its undo entries applied,
-/// its record freed.
+/// What `exit` does for the calling process's semaphores: its undo
+/// entries applied. Its shm attachments stay counted while they are mapped
+/// (the process goes on): they are dropped with the record when the
+/// process is found gone.
 pub fn exit(a: &Arena) -> Result<(), Errno> {
     let cached = a.own_proc.swap(0, Relaxed);
     let generation = lock::fork_generation() + 1;
     if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
         return Ok(());
     }
-    finish(a, cached as u32 - 1, std::process::id() as i32)
+    finish(a, cached as u32 - 1, std::process::id() as i32, true)
 }
 
-/// Applies record `idx`'s undo entries for `pid`, then frees the record
-/// and the entries. A finisher killed midway leaves entries marked as
-/// applied, so the next one skips them.
-fn finish(a: &Arena, idx: u32, pid: i32) -> Result<(), Errno> {
+/// Applies record `idx`'s undo entries for `pid` and frees them; then,
+/// unless `mapped` (the process lives on with its mappings), drops its
+/// attachments; frees the record once nothing is left on it. A finisher
+/// killed midway leaves entries marked as applied, so the next one skips
+/// them.
+fn finish(a: &Arena, idx: u32, pid: i32, mapped: bool) -> Result<(), Errno> {
     let entries = {
         let _g = lock(a)?;
         let r = record(a, idx)?;
@@ -258,7 +262,9 @@ fn finish(a: &Arena, idx: u32, pid: i32) -> Result<(), Errno> {
     }
     // exit_shm: every attachment dropped (the mappings go with the
     // address space).
-    crate::shm::attach::drop_all(a, idx, pid)?;
+    if !mapped {
+        crate::shm::attach::drop_all(a, idx, pid)?;
+    }
     let _g = lock(a)?;
     let r = record(a, idx)?;
     if r.state.load(Relaxed) != LIVE || r.pid.load(Relaxed) != pid {
@@ -273,6 +279,10 @@ fn finish(a: &Arena, idx: u32, pid: i32) -> Result<(), Errno> {
         let next = crate::sem::undo::next_proc(a, cur);
         crate::sem::undo::free(a, cur);
         cur = next;
+    }
+    if r.attaches.load(Relaxed) != 0 {
+        // Still mapped: the record stays for its attachments.
+        return Ok(());
     }
     r.state.store(FREE, Relaxed);
     let p = procs(a);
