@@ -7,6 +7,7 @@ pub mod lock;
 pub mod rseq;
 pub mod semget;
 pub mod semop;
+pub mod shm;
 pub mod stats;
 mod sys;
 
@@ -14,7 +15,7 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
-usage: ipcns bench idmap|lock|rseq|semget|semop [--json]
+usage: ipcns bench idmap|lock|rseq|semget|semop|shm [--json]
   idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
           and the host kernel's own cost (root only)
   lock    the arena's lock beside glibc's robust process-shared mutex:
@@ -22,7 +23,10 @@ usage: ipcns bench idmap|lock|rseq|semget|semop [--json]
   rseq    per-cpu increments and cpu number reads: rseq beside atomics
   semget  semget creation and lookup: ipcns beside the kernel
   semop   no-op semop on two ids at seed 000's indexes, and a two-process
-          ping-pong: ipcns beside the kernel
+          ping-pong: ipcns beside the kernel; arena bytes per undo entry
+  shm     shmat + shmdt pairs of 4 KiB, 64 KiB and 16 MiB segments, with and
+          without a write per page, and shm_nattch across a fork: ipcns
+          beside the kernel
 --json prints the results as JSON.";
 
 pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
@@ -43,6 +47,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == semop::KERNEL_CHILD {
         return semop::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
+    if what == shm::KERNEL_CHILD {
+        return shm::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     let mut json = false;
     for a in &args[1..] {
         match a.as_str() {
@@ -56,8 +63,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
         "semop" => semop::run(json).context("bench semop"),
+        "shm" => shm::run(json).context("bench shm"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected idmap, lock, rseq, semget or semop)"
+            "bench: unknown benchmark {other:?} (expected idmap, lock, rseq, semget, semop or shm)"
         ),
     }?;
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,10 @@
 //! What the benchmarks need below safe Rust: `fstat(2)`, as seed 003's
 //! kernel measurement did (std's `File::metadata` uses `statx`), loop
 //! alignment, for `bench lock`: pages of anonymous memory, glibc's
-//! pthread mutexes in them, `fork(2)`, and cpu affinity, and for `bench
-//! semop`: the kernel's `semtimedop(2)` and `setns(2)`.
+//! pthread mutexes in them, `fork(2)`, and cpu affinity, for `bench
+//! semop`: the kernel's `semtimedop(2)` and `setns(2)`, and for `bench
+//! shm`: the kernel's `shmat(2)` and `shmdt(2)` and a byte written in each
+//! page of an attachment.
 //!
 //! # Safety
 //! `fstat` writes one `struct stat` through a pointer to a local of that
@@ -26,10 +28,27 @@
 //! parent could; the child never returns into the caller's frames: it ends
 //! with `_exit` after running the closure. The affinity calls read and
 //! write a local `cpu_set_t` of the size they are given.
+//!
+//! A [`Segment`] is made by its own `shmget(IPC_PRIVATE, size, 0600)`, so
+//! its size is the one it was given (fixed for the segment's life), and it
+//! is removed only by its drop. The kernel's `shmat` is asked for no
+//! address, so it maps where nothing is and replaces nothing; its `shmdt`
+//! unmaps System V attachments only (ipc/shm.c `ksys_shmdt` looks for
+//! `shm_vm_ops` mappings), and in this program the only ones are a
+//! `Segment`'s, which nobody borrows: addresses are handed out as numbers.
+//! [`Segment::attach_detach`] writes through an attachment that it made a
+//! moment before (read-write, the whole segment, rounded up to pages) and
+//! that it alone knows of until it detaches it; the writes are atomic
+//! stores, so another process writing the same bytes is no data race.
 #![allow(unsafe_code)]
 
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use ipcns::abi::{IPC_CREAT, IPC_RMID, IPC_STAT, shmid64_ds};
+use ipcns::shm::ShmArg;
+use ipcns::{Cred, Errno, Namespace, SysResult};
+use ipcns_oracle::kernel::Host;
+use ipcns_oracle::sysv::SysV;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// `fstat(fd)`; returns `st_uid` (so the call cannot be optimised away).
@@ -389,4 +408,111 @@ pub fn set_cpus(cpus: &[usize]) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Whose System V shared memory a [`Segment`] is: an ipcns namespace's,
+/// used with a caller's credentials, or the host kernel's (system calls).
+#[derive(Clone, Copy)]
+pub enum Shm<'a> {
+    Ipcns(&'a Namespace, &'a Cred),
+    Kernel,
+}
+
+/// A segment made by `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`,
+/// removed (`shmctl(id, IPC_RMID, NULL)`) on drop.
+pub struct Segment<'a> {
+    via: Shm<'a>,
+    id: i32,
+    size: usize,
+}
+
+/// The errno of a raw system call that returned -1.
+fn last_errno() -> Errno {
+    Errno(
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO),
+    )
+}
+
+impl<'a> Segment<'a> {
+    pub fn new(via: Shm<'a>, size: usize) -> SysResult<Segment<'a>> {
+        let flg = IPC_CREAT | 0o600;
+        let id = match via {
+            Shm::Ipcns(ns, cred) => ns.shmget(cred, 0, size as u64, flg)?,
+            Shm::Kernel => Host.shmget(0, size as u64, flg)?,
+        };
+        Ok(Segment { via, id, size })
+    }
+
+    /// `shmat(id, NULL, 0)`: the attachment's address, as a number.
+    /// shmop(2); ipc/shm.c `do_shmat`.
+    #[inline]
+    pub fn attach(&self) -> SysResult<usize> {
+        match self.via {
+            Shm::Ipcns(ns, cred) => ns.shmat(cred, self.id, 0, 0),
+            Shm::Kernel => {
+                // SAFETY: no address asked for: the kernel maps the segment
+                // where nothing is mapped (see the module doc).
+                let r = unsafe { libc::syscall(libc::SYS_shmat, self.id, 0usize, 0) };
+                if r == -1 {
+                    Err(last_errno())
+                } else {
+                    Ok(r as usize)
+                }
+            }
+        }
+    }
+
+    /// `shmdt(addr)`. shmop(2); ipc/shm.c `ksys_shmdt`.
+    #[inline]
+    pub fn detach(&self, addr: usize) -> SysResult<()> {
+        match self.via {
+            Shm::Ipcns(ns, cred) => ns.shmdt(cred, addr).map(drop),
+            Shm::Kernel => {
+                // SAFETY: unmaps a System V attachment at `addr`, if any;
+                // nothing borrows one (see the module doc).
+                let r = unsafe { libc::syscall(libc::SYS_shmdt, addr) };
+                if r == -1 { Err(last_errno()) } else { Ok(()) }
+            }
+        }
+    }
+
+    /// `shmat(id, NULL, 0)`; when `touch`, one byte written at the start of
+    /// every page of the attachment (a page fault each, the first time);
+    /// then `shmdt(addr)`.
+    #[inline]
+    pub fn attach_detach(&self, touch: bool) -> SysResult<()> {
+        let addr = self.attach()?;
+        if touch {
+            for off in (0..self.size).step_by(PAGE) {
+                // SAFETY: `addr` is a read-write attachment of this
+                // segment, `size` bytes rounded up to pages, that only
+                // this call knows of until its shmdt below (module doc);
+                // `off` is inside it, and a byte is aligned for AtomicU8.
+                let b = unsafe { &*((addr + off) as *const AtomicU8) };
+                b.store(1, Ordering::Relaxed);
+            }
+        }
+        self.detach(addr)
+    }
+
+    /// `shm_nattch` as `shmctl(id, IPC_STAT, &ds)` reports it.
+    pub fn nattch(&self) -> SysResult<u64> {
+        let mut ds = shmid64_ds::default();
+        match self.via {
+            Shm::Ipcns(ns, cred) => ns.shmctl(cred, self.id, IPC_STAT, ShmArg::Ds(&mut ds))?,
+            Shm::Kernel => Host.shmctl(self.id, IPC_STAT, ShmArg::Ds(&mut ds))?,
+        };
+        Ok(ds.shm_nattch)
+    }
+}
+
+impl Drop for Segment<'_> {
+    fn drop(&mut self) {
+        let _ = match self.via {
+            Shm::Ipcns(ns, cred) => ns.shmctl(cred, self.id, IPC_RMID, ShmArg::None),
+            Shm::Kernel => Host.shmctl(self.id, IPC_RMID, ShmArg::None),
+        };
+    }
 }
