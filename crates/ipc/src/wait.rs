@@ -91,28 +91,27 @@ fn walk_limit(a: &Arena) -> u64 {
 }
 
 /// The records of the queue whose head is `head`, in order (a snapshot:
-/// the object lock is held). A corrupt link ends the list there (the
-/// rest is cut off).
+/// the object lock is held). A corrupt link, or one back to a record
+/// already seen (a cycle), ends the list there: the link is cut.
 pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
-    let mut out = Vec::new();
+    let mut out: Vec<u64> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut prev: Option<u64> = None;
     let mut cur = head.load(Relaxed);
     let limit = walk_limit(a);
     while cur != 0 {
-        let Ok(w) = at(a, cur) else {
+        let bad = at(a, cur).is_err() || !seen.insert(cur) || out.len() as u64 >= limit;
+        if bad {
             // Cut the list before the bad link.
             match prev.and_then(|p| at(a, p).ok()) {
                 Some(p) => p.next.store(0, Relaxed),
                 None => head.store(0, Relaxed),
             }
             break;
-        };
-        out.push(cur);
-        if out.len() as u64 > limit {
-            break;
         }
+        out.push(cur);
         prev = Some(cur);
-        cur = w.next.load(Relaxed);
+        cur = at(a, cur).map_or(0, |w| w.next.load(Relaxed));
     }
     out
 }
@@ -129,12 +128,17 @@ pub fn append(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
 
 /// Unlinks `off` from the queue, if it is on it.
 pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
+    // A well-formed queue (cycles are cut by `snapshot`).
+    let queue = snapshot(a, head);
+    if !queue.contains(&off) {
+        return Ok(false);
+    }
     let next = at(a, off)?.next.load(Relaxed);
     if head.load(Relaxed) == off {
         head.store(next, Relaxed);
         return Ok(true);
     }
-    for p in snapshot(a, head) {
+    for p in queue {
         let pw = at(a, p)?;
         if pw.next.load(Relaxed) == off {
             pw.next.store(next, Relaxed);
@@ -207,10 +211,12 @@ pub fn beat(w: &Waiter) {
     w.spare[1].store(now_ns(), Relaxed);
 }
 
-/// Unlinks and frees a record whose sleeper died. Object lock held.
+/// Unlinks and frees a record whose sleeper died (only once it is off the
+/// queue: a record still linked is never freed). Object lock held.
 pub fn drop_dead(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
-    unlink(a, head, off)?;
-    release(a, off);
+    if unlink(a, head, off)? {
+        release(a, off);
+    }
     Ok(())
 }
 

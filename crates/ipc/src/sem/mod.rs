@@ -562,7 +562,7 @@ fn sem_setall(a: &Arena, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> S
     SemKind::repair_object(a, s)?;
     s.head.ctime.store(now(), Relaxed);
     // do_smart_update: sleepers may proceed now.
-    op::update_queue(a, s)?;
+    op::update_queue(a, s, None)?;
     Ok(0)
 }
 
@@ -597,7 +597,7 @@ fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysR
     }
     s.head.ctime.store(now(), Relaxed);
     // do_smart_update: sleepers may proceed now.
-    op::update_queue(a, s)?;
+    op::update_queue(a, s, None)?;
     Ok(0)
 }
 

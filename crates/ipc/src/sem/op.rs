@@ -226,52 +226,137 @@ fn saved_ops(a: &Arena, w: &Waiter) -> SysResult<Vec<sembuf>> {
         .collect())
 }
 
-/// `update_queue`: after the values changed, completes every sleeper whose
-/// operation can now be done (or now fails), oldest first, starting over
-/// after each completion that changed values. Sleepers found dead are
-/// dropped without their operation. Object lock held.
-pub(super) fn update_queue(a: &Arena, s: &SemSlot) -> SysResult<()> {
+/// One sleeper tried again: completed, failed (both end its wait), or
+/// still blocked (its blocking operation recorded). Dead sleepers are
+/// dropped. Returns whether it left the queue having changed values.
+enum Retry {
+    Stays,
+    Left { altered: bool, sops: Vec<sembuf> },
+}
+
+fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
+    let w = wait::at(a, off)?;
+    let Ok(sops) = saved_ops(a, w) else {
+        // A record we cannot read: end its wait.
+        wait::complete(a, &s.queue, off, libc::EIDRM)?;
+        return Ok(Retry::Left {
+            altered: false,
+            sops: Vec::new(),
+        });
+    };
+    let entry = w.spare[0].load(Relaxed);
+    let adj = if entry != 0 {
+        undo::adj(a, entry).ok()
+    } else {
+        None
+    };
+    let mut scratch = Scratch::new();
+    let buf = scratch.for_ops(sops.len());
+    let outcome = attempt(sems, &sops, adj, buf);
+    if let Attempt::Block { sem_num, zero } = outcome {
+        w.blocking
+            .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
+        return Ok(Retry::Stays);
+    }
+    if !wait::sleeper_alive(w) {
+        wait::drop_dead(a, &s.queue, off)?;
+        return Ok(Retry::Left {
+            altered: false,
+            sops: Vec::new(),
+        });
+    }
+    match outcome {
+        Attempt::Done(n) => {
+            commit(a, s, sems, &buf[..n], w.pid.load(Relaxed), off, entry)?;
+            s.otime.store(now(), Relaxed);
+            let altered = sops.iter().any(|o| o.sem_op != 0);
+            Ok(Retry::Left { altered, sops })
+        }
+        Attempt::Fail(e) => {
+            wait::complete(a, &s.queue, off, e.raw())?;
+            Ok(Retry::Left {
+                altered: false,
+                sops: Vec::new(),
+            })
+        }
+        Attempt::Block { .. } => Ok(Retry::Stays),
+    }
+}
+
+/// The saved operations of a queued record, if readable.
+fn ops_of(a: &Arena, off: u64) -> Option<Vec<sembuf>> {
+    wait::at(a, off).ok().and_then(|w| saved_ops(a, w).ok())
+}
+
+/// `do_smart_wakeup_zero`: the sleepers waiting for zero (and changing
+/// nothing) on the semaphores in `touched` that are now 0 (all of them
+/// when `touched` is `None`: SETVAL, SETALL, exit), single operations
+/// first, then, if any of those semaphores got to 0, the complex ones.
+/// Object lock held.
+fn wake_zero(a: &Arena, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) -> SysResult<()> {
+    let zeros: Vec<u16> = match touched {
+        Some(t) => t
+            .iter()
+            .copied()
+            .filter(|&n| sems.get(usize::from(n)).is_some_and(|x| x.val() == 0))
+            .collect(),
+        None => (0..sems.len() as u16)
+            .filter(|&n| sems[usize::from(n)].val() == 0)
+            .collect(),
+    };
+    if zeros.is_empty() {
+        return Ok(());
+    }
+    let is_const = |ops: &[sembuf]| ops.iter().all(|o| o.sem_op == 0);
+    // wake_const_ops(sma, num) for each semaphore that got to 0.
+    for &num in &zeros {
+        for off in wait::snapshot(a, &s.queue) {
+            match ops_of(a, off) {
+                Some(ops) if ops.len() == 1 && is_const(&ops) && ops[0].sem_num == num => {
+                    retry(a, s, sems, off)?;
+                }
+                _ => {}
+            }
+        }
+    }
+    // wake_const_ops(sma, -1): the complex ones.
+    for off in wait::snapshot(a, &s.queue) {
+        match ops_of(a, off) {
+            Some(ops) if ops.len() > 1 && is_const(&ops) => {
+                retry(a, s, sems, off)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `do_smart_update` / `update_queue`: after the values changed (on the
+/// semaphores in `touched`, or all of them), completes every sleeper whose
+/// operation can now be done (or now fails): those waiting for zero
+/// first, then those that change values, oldest first, starting over
+/// after each completion that changed values (which may wake more
+/// zero-waiters). Sleepers found dead are dropped without their operation.
+/// Object lock held.
+pub(super) fn update_queue(a: &Arena, s: &SemSlot, touched: Option<&[u16]>) -> SysResult<()> {
     let sems = sems(a, s)?;
+    wake_zero(a, s, sems, touched)?;
     // Each pass either completes or drops a sleeper, or ends.
     'scan: for _ in 0..=wait::snapshot(a, &s.queue).len() {
         for off in wait::snapshot(a, &s.queue) {
-            let w = wait::at(a, off)?;
-            let sops = match saved_ops(a, w) {
-                Ok(v) => v,
-                Err(_) => {
-                    // A record we cannot read: end its wait.
-                    wait::complete(a, &s.queue, off, libc::EIDRM)?;
+            match ops_of(a, off) {
+                Some(ops) if ops.iter().all(|o| o.sem_op == 0) => continue,
+                _ => {}
+            }
+            match retry(a, s, sems, off)? {
+                Retry::Stays => {}
+                Retry::Left { altered, sops } => {
+                    if altered {
+                        let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
+                        wake_zero(a, s, sems, Some(&nums))?;
+                    }
                     continue 'scan;
                 }
-            };
-            let entry = w.spare[0].load(Relaxed);
-            let adj = if entry != 0 {
-                undo::adj(a, entry).ok()
-            } else {
-                None
-            };
-            let mut scratch = Scratch::new();
-            let buf = scratch.for_ops(sops.len());
-            let outcome = attempt(sems, &sops, adj, buf);
-            if let Attempt::Block { sem_num, zero } = outcome {
-                w.blocking
-                    .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
-                continue;
-            }
-            if !wait::sleeper_alive(w) {
-                wait::drop_dead(a, &s.queue, off)?;
-                continue 'scan;
-            }
-            match outcome {
-                Attempt::Done(n) => {
-                    commit(a, s, sems, &buf[..n], w.pid.load(Relaxed), off, entry)?;
-                    s.otime.store(now(), Relaxed);
-                    if sops.iter().any(|o| o.sem_op != 0) {
-                        continue 'scan;
-                    }
-                }
-                Attempt::Fail(e) => wait::complete(a, &s.queue, off, e.raw())?,
-                Attempt::Block { .. } => {}
             }
         }
         break;
@@ -325,13 +410,15 @@ impl Namespace {
     ) -> SysResult<i32> {
         let a = self.arena();
         let lim = &a.header().limits;
-        // "if (nsops < 1 || semid < 0) return -EINVAL;"
+        // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
+        // unsigned compare: a negative semopm sets no limit), then "if
+        // (nsops < 1) return -EINVAL;"; __do_semtimedop: "if (nsops < 1 ||
+        // semid < 0) return -EINVAL;".
+        if sops.len() as u64 > u64::from(lim.semopm.load(Relaxed) as u32) {
+            return Err(Errno::E2BIG);
+        }
         if sops.is_empty() || semid < 0 {
             return Err(Errno::EINVAL);
-        }
-        // "if (nsops > ns->sc_semopm) return -E2BIG;"
-        if sops.len() > lim.semopm.load(Relaxed).max(0) as usize {
-            return Err(Errno::E2BIG);
         }
         let budget = timeout.map(timeout_ns).transpose()?;
         let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
@@ -372,7 +459,8 @@ impl Namespace {
                     commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
                     s.otime.store(now(), Relaxed);
                     if alter {
-                        update_queue(a, s)?;
+                        let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
+                        update_queue(a, s, Some(&nums))?;
                     }
                     return Ok(0);
                 }

@@ -246,7 +246,7 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
     s.journal_off.store(journal, Relaxed);
     s.journal_op.store(JOURNAL_UNDO, Relaxed);
     SemKind::repair_object(a, s)?;
-    super::op::update_queue(a, s)
+    super::op::update_queue(a, s, None)
 }
 
 /// The repair's half of [`apply_at_exit`]: the entry out of the set's list
