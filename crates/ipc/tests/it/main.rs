@@ -7,5 +7,6 @@ mod diff;
 mod fuzz;
 mod security;
 mod semop;
+mod semwait;
 mod stress;
 mod support;

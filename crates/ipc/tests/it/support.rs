@@ -5,7 +5,8 @@
 //! `fork_run` forks the multi-threaded test process; the child runs only its
 //! closure and `_exit`s. `drop_to` makes plain credential system calls.
 //! `wait_child_deadline` polls its own child; `child_reports_to` redirects
-//! a forked child's fd 2 onto a descriptor it owns.
+//! a forked child's fd 2 onto a descriptor it owns; `keep_only_fds` closes,
+//! in a forked child, descriptors that only the parent's other threads use.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -204,4 +205,24 @@ pub fn handle(sig: i32, f: extern "C" fn(libc::c_int), flags: i32) {
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(pid, sig) };
+}
+
+/// For a forked child: closes every descriptor above 2 but `keep`, so
+/// that its children do not hold the other tests' pipes open (a reader
+/// waiting for end-of-file would wait for them too). The descriptors
+/// closed belong to objects of the parent's other threads, which do not
+/// exist in the child.
+pub fn keep_only_fds(keep: &[i32]) {
+    let fds: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
+        Ok(d) => d
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+            .collect(),
+        Err(_) => return,
+    };
+    for fd in fds.into_iter().filter(|&fd| fd > 2 && !keep.contains(&fd)) {
+        // SAFETY: closes a descriptor no object of this (single-threaded)
+        // child uses: the listing's own is gone, `keep` is kept.
+        unsafe { libc::close(fd) };
+    }
 }
