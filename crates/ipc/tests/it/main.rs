@@ -8,5 +8,6 @@ mod fuzz;
 mod security;
 mod semop;
 mod semwait;
+mod sleepers;
 mod stress;
 mod support;
