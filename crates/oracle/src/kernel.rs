@@ -12,7 +12,12 @@
 //! mapping (`scratch`) instead of the caller's slice.
 //!
 //! # Safety
-//! Every system call here gets integers and at most one pointer, the
+//! `semtimedop` gets a caller's `sembuf` slice with its own length (the
+//! kernel reads at most `nsops` entries: it copies them in before anything
+//! else and writes nothing back) and a borrowed timeout or NULL (read only,
+//! a `__kernel_timespec`, which `libc::timespec` is on x86-64).
+//!
+//! Every other system call here gets integers and at most one pointer, the
 //! `*ctl` word (`Word`), which is one of:
 //! - a caller's structure, borrowed for the call, of the type the kernel
 //!   copies (in or out) for that command on x86-64; the sizes are pinned
@@ -52,6 +57,9 @@ const _: () = {
     assert!(size_of::<shmid64_ds>() == 112);
     assert!(size_of::<shminfo64>() == 72);
     assert!(size_of::<shm_info>() == 48);
+    // semtimedop's arguments: `struct sembuf` and `struct __kernel_timespec`.
+    assert!(size_of::<sembuf>() == 6);
+    assert!(size_of::<libc::timespec>() == 16);
 };
 
 /// The calling process's IPC namespace, as the kernel keeps it.
@@ -166,6 +174,25 @@ impl SysV for Host {
             _ => Word::int(0),
         };
         sys_semctl(id, semnum, cmd, word)
+    }
+
+    /// `semtimedop(semid, sops, nsops, timeout)`: semop(2); ipc/sem.c
+    /// `ksys_semtimedop`, `do_semtimedop`. `nsops` is the slice's length,
+    /// truncated as the kernel's `unsigned int` takes it (never more
+    /// entries than the slice holds).
+    fn semtimedop(
+        &self,
+        id: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
+        let nsops = sops.len().min(u32::MAX as usize) as libc::c_uint;
+        let ts = timeout.map_or(core::ptr::null(), core::ptr::from_ref);
+        // SAFETY: `sops` is borrowed for the call and holds at least
+        // `nsops` entries of the kernel's `struct sembuf` (6 bytes, pinned
+        // above), which the kernel only reads; `ts` is NULL or a borrowed
+        // `timespec` the kernel only reads (module doc).
+        ret(unsafe { libc::syscall(libc::SYS_semtimedop, id, sops.as_ptr(), nsops, ts) })
     }
 
     /// `msgget(key, msgflg)`: msgget(2); ipc/msg.c `ksys_msgget`.

@@ -4,7 +4,9 @@
 //! benchmarks and the ipcs family drive both through it.
 
 use ipcns::Mech;
-use ipcns::abi::{msginfo, msqid64_ds, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64};
+use ipcns::abi::{
+    msginfo, msqid64_ds, sembuf, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64,
+};
 use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;
@@ -14,6 +16,19 @@ use ipcns::{Cred, Namespace, SysResult};
 pub trait SysV {
     fn semget(&self, key: i32, nsems: i32, flg: i32) -> SysResult<i32>;
     fn semctl(&self, id: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32>;
+    /// `semtimedop(semid, sops, nsops, timeout)`: `nsops` is the slice's
+    /// length; no timeout (None) waits without limit.
+    fn semtimedop(
+        &self,
+        id: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32>;
+    /// `semop(semid, sops, nsops)`: `semtimedop` without a timeout (glibc's
+    /// `semop()` reaches the kernel that way too).
+    fn semop(&self, id: i32, sops: &[sembuf]) -> SysResult<i32> {
+        self.semtimedop(id, sops, None)
+    }
     fn msgget(&self, key: i32, flg: i32) -> SysResult<i32>;
     fn msgctl(&self, id: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32>;
     fn shmget(&self, key: i32, size: u64, flg: i32) -> SysResult<i32>;
@@ -37,6 +52,14 @@ impl SysV for NsCaller<'_> {
     }
     fn semctl(&self, id: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32> {
         self.ns.semctl(&self.cred, id, semnum, cmd, arg)
+    }
+    fn semtimedop(
+        &self,
+        id: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
+        self.ns.semtimedop(&self.cred, id, sops, timeout)
     }
     fn msgget(&self, key: i32, flg: i32) -> SysResult<i32> {
         self.ns.msgget(&self.cred, key, flg)

@@ -1,9 +1,15 @@
 //! The differential harness: random sequences of creations, removals,
-//! STAT/SET/INFO calls, semaphore values, `*_next_id` writes and lowered
-//! limits, as root and as unprivileged users, run against the kernel in a
-//! fresh IPC namespace and against ipcns; every return value, errno, id and
-//! field (times aside: only "set or not") must agree. Proptest shrinks a
-//! failing sequence to a minimal one.
+//! STAT/SET/INFO calls, semaphore values, semop/semtimedop, `*_next_id`
+//! writes and lowered limits, as root and as unprivileged users, run
+//! against the kernel in a fresh IPC namespace and against ipcns; every
+//! return value, errno, id and field (times aside: only "set or not") must
+//! agree. Proptest shrinks a failing sequence to a minimal one.
+//!
+//! semop never blocks here: every operation that could wait (a decrement
+//! or a wait-for-zero) carries IPC_NOWAIT, unless the call has a zero
+//! timeout, which makes it EAGAIN at once on both sides. After each semop
+//! root looks at the set (IPC_STAT's nsems and otime, GETALL, and GETVAL,
+//! GETPID, GETNCNT, GETZCNT of the semaphores touched and the first four).
 //!
 //! Kernel side: a forked child enters a new IPC namespace with
 //! unshare(CLONE_NEWIPC) (root needed) and runs the sequence; operations of
@@ -77,12 +83,50 @@ enum Op {
         cmd: i32,
         set: SetPerm,
     },
+    /// `semtimedop(id, sops, nsops, timeout)`: `sops` cycled to `nsops`
+    /// entries when `nsops` is given (0: an empty array).
+    Semop {
+        id: IdRef,
+        sops: Vec<Sop>,
+        nsops: Option<usize>,
+        timeout: Timeout,
+    },
     Proc(u8),
     SysctlWrite {
         name: &'static str,
         text: String,
     },
     SysctlRead(&'static str),
+}
+
+/// One `struct sembuf`.
+#[derive(Debug, Clone, Copy)]
+struct Sop {
+    num: u16,
+    op: i16,
+    flg: i16,
+}
+
+impl Sop {
+    fn raw(&self) -> sembuf {
+        sembuf {
+            sem_num: self.num,
+            sem_op: self.op,
+            sem_flg: self.flg,
+        }
+    }
+}
+
+/// semtimedop's timeout argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Timeout {
+    /// NULL (semop).
+    None,
+    /// `{0, 0}`: a call that would block is EAGAIN at once.
+    Zero,
+    /// Any other `{tv_sec, tv_nsec}`: a valid one (the call never blocks)
+    /// or an invalid one (EINVAL).
+    Spec(i64, i64),
 }
 
 /// The perm fields an IPC_SET writes.
@@ -164,6 +208,79 @@ fn sem_cmd() -> impl Strategy<Value = i32> {
     ])
 }
 
+const NOWAIT: i16 = IPC_NOWAIT as i16;
+
+fn sop() -> impl Strategy<Value = Sop> {
+    (
+        prop_oneof![
+            10 => prop::sample::select(vec![0u16, 0, 0, 0, 0, 1, 1, 1, 2, 2]),
+            1 => prop::sample::select(vec![3u16, 4, 5, 6, 7, 31999, 32000, 65535]),
+        ],
+        prop::sample::select(vec![
+            -3i16, -2, -1, -1, 0, 0, 1, 1, 2, 3, 32767, 32767, 16384, -32768,
+        ]),
+        // Bits other than IPC_NOWAIT and SEM_UNDO mean nothing to semop.
+        prop::sample::select(vec![0i16, 0, NOWAIT, NOWAIT, 0x0100, NOWAIT | i16::MIN]),
+    )
+        .prop_map(|(num, op, flg)| Sop { num, op, flg })
+}
+
+fn timeout() -> impl Strategy<Value = Timeout> {
+    prop_oneof![
+        16 => Just(Timeout::None),
+        10 => Just(Timeout::Zero),
+        1 => Just(Timeout::Spec(1, 0)),
+        1 => Just(Timeout::Spec(0, 999_999_999)),
+        1 => Just(Timeout::Spec(i64::MAX, 0)),
+        1 => Just(Timeout::Spec(0, 1_000_000_000)),
+        1 => Just(Timeout::Spec(-1, 0)),
+        1 => Just(Timeout::Spec(0, -1)),
+    ]
+}
+
+/// A semop that cannot block: every decrement and wait-for-zero carries
+/// IPC_NOWAIT unless the timeout is zero.
+fn sem_op() -> impl Strategy<Value = Op> {
+    (
+        id_ref(),
+        prop::collection::vec(sop(), 1..5),
+        prop_oneof![
+            16 => Just(None),
+            1 => Just(Some(0usize)),
+            2 => prop::sample::select(vec![2usize, 3, 4, 5, 6, 32, 500, 501]).prop_map(Some),
+        ],
+        timeout(),
+    )
+        .prop_map(|(id, mut sops, nsops, timeout)| {
+            if timeout != Timeout::Zero {
+                for o in sops.iter_mut().filter(|o| o.op <= 0) {
+                    o.flg |= NOWAIT;
+                }
+            }
+            Op::Semop {
+                id,
+                sops,
+                nsops,
+                timeout,
+            }
+        })
+}
+
+/// A small set that semop can use, of a mode that lets some users read
+/// or alter it.
+fn small_set() -> impl Strategy<Value = Op> {
+    (
+        prop::sample::select(vec![0, 0, 1, 2]),
+        prop::sample::select(vec![1, 2, 3, 5]),
+        prop::sample::select(vec![0o600, 0o666, 0o644, 0o604, 0o660, 0o606]),
+    )
+        .prop_map(|(key, nsems, mode)| Op::SemGet {
+            key,
+            nsems,
+            flg: IPC_CREAT | mode,
+        })
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (key(), prop::sample::select(vec![-1, 0, 1, 1, 2, 3, 6, 7, 32000, 32001]), flg())
@@ -180,6 +297,11 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(id, cmd, set, qbytes)| Op::MsgCtl { id, cmd, set, qbytes }),
         4 => (id_ref(), prop::sample::select(vec![IPC_RMID, IPC_SET, IPC_STAT, IPC_INFO, SHM_LOCK, SHM_UNLOCK, SHM_STAT, SHM_INFO, SHM_STAT_ANY, 99, -1]), set_perm())
             .prop_map(|(id, cmd, set)| Op::ShmCtl { id, cmd, set }),
+        8 => sem_op(),
+        2 => small_set(),
+        // semopm lowered (or raised, or made odd) to see E2BIG move.
+        1 => prop::sample::select(vec![0, 1, 2, 3, 4, -1, 500, 501])
+            .prop_map(|m| Op::SysctlWrite { name: "sem", text: format!("32000 1024000000 {m} 32000") }),
         1 => (0u8..3).prop_map(Op::Proc),
         1 => (prop::sample::select(vec!["sem_next_id", "msg_next_id", "shm_next_id", "sem", "msgmni", "shmmni", "msgmnb", "shmmax", "shmall", "shm_rmid_forced"]),
               prop::sample::select(vec!["0", "1", "2", "5", "-1", "40000", "65540", "3 4 5 2", "32000 10 500 4", "x", "99999999999"]))
@@ -189,13 +311,25 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn seq() -> impl Strategy<Value = Vec<(Who, Op)>> {
-    prop::collection::vec(
-        (
-            prop_oneof![7 => Just(Who::Root), 3 => prop::sample::select(USERS.to_vec())],
-            op(),
+    (
+        // Most sequences start with a small set, so that their semops
+        // find one.
+        prop::option::weighted(0.85, small_set()),
+        prop::collection::vec(
+            (
+                prop_oneof![7 => Just(Who::Root), 3 => prop::sample::select(USERS.to_vec())],
+                op(),
+            ),
+            1..30,
         ),
-        1..30,
     )
+        .prop_map(|(first, rest)| {
+            first
+                .map(|op| (Who::Root, op))
+                .into_iter()
+                .chain(rest)
+                .collect()
+        })
 }
 
 /// How process ids read in the results: by role.
@@ -241,17 +375,47 @@ fn perm(p: &ipc64_perm) -> String {
     )
 }
 
+/// The ids returned so far: of every kind, and of semaphore sets (which
+/// semop's `Nth` names, so that most semops reach a set).
+#[derive(Debug, Clone, Default)]
+struct Ids {
+    all: Vec<i32>,
+    sems: Vec<i32>,
+}
+
+impl Ids {
+    /// Records the id that `op` returned.
+    fn push(&mut self, op: &Op, id: i32) {
+        self.all.push(id);
+        if let Op::SemGet { .. } = op {
+            self.sems.push(id);
+        }
+    }
+
+    fn resolve(&self, r: &IdRef) -> i32 {
+        match *r {
+            IdRef::Nth(k) if !self.all.is_empty() => self.all[k % self.all.len()],
+            IdRef::Nth(_) => 0,
+            IdRef::Lit(v) => v,
+        }
+    }
+
+    /// As `resolve`, `Nth` counting sets only (all ids when there is none).
+    fn resolve_sem(&self, r: &IdRef) -> i32 {
+        match *r {
+            IdRef::Nth(k) if !self.sems.is_empty() => self.sems[k % self.sems.len()],
+            _ => self.resolve(r),
+        }
+    }
+}
+
 /// Runs one operation and describes its outcome (ids resolved through
 /// `ids`, new ids appended).
-fn exec(s: &dyn SysV, op: &Op, ids: &mut Vec<i32>, pids: &Pids) -> String {
-    let id_of = |r: &IdRef| match *r {
-        IdRef::Nth(k) if !ids.is_empty() => ids[k % ids.len()],
-        IdRef::Nth(_) => 0,
-        IdRef::Lit(v) => v,
-    };
-    let new_id = |r: Result<i32, Errno>, ids: &mut Vec<i32>| {
+fn exec(s: &dyn SysV, op: &Op, ids: &mut Ids, pids: &Pids) -> String {
+    let id_of = |r: &IdRef| ids.resolve(r);
+    let new_id = |r: Result<i32, Errno>, ids: &mut Ids| {
         if let Ok(id) = r {
-            ids.push(id);
+            ids.push(op, id);
         }
         format!("{r:?}")
     };
@@ -392,6 +556,24 @@ fn exec(s: &dyn SysV, op: &Op, ids: &mut Vec<i32>, pids: &Pids) -> String {
                 _ => format!("{:?}", s.shmctl(id, *cmd, ShmArg::None)),
             }
         }
+        Op::Semop {
+            id,
+            sops,
+            nsops,
+            timeout,
+        } => {
+            let raw: Vec<sembuf> = match nsops {
+                None => sops.iter().map(Sop::raw).collect(),
+                Some(n) => sops.iter().map(Sop::raw).cycle().take(*n).collect(),
+            };
+            let ts = match *timeout {
+                Timeout::None => None,
+                Timeout::Zero => Some((0, 0)),
+                Timeout::Spec(sec, nsec) => Some((sec, nsec)),
+            }
+            .map(|(tv_sec, tv_nsec)| libc::timespec { tv_sec, tv_nsec });
+            format!("{:?}", s.semtimedop(ids.resolve_sem(id), &raw, ts.as_ref()))
+        }
         Op::Proc(m) => {
             let m = [Mech::Sem, Mech::Msg, Mech::Shm][*m as usize];
             match s.proc_text(m) {
@@ -409,6 +591,72 @@ fn exec(s: &dyn SysV, op: &Op, ids: &mut Vec<i32>, pids: &Pids) -> String {
 }
 
 const IPC_STAT_64: i32 = IPC_STAT | IPC_64;
+
+/// After a semop, what root sees of the set: IPC_STAT's nsems and otime,
+/// GETALL, and GETVAL/GETPID/GETNCNT/GETZCNT of the first four semaphores
+/// and of those the call named. Empty for other operations.
+fn observe(s: &dyn SysV, op: &Op, ids: &Ids, pids: &Pids) -> String {
+    let Op::Semop { id, sops, .. } = op else {
+        return String::new();
+    };
+    let id = ids.resolve_sem(id);
+    let mut ds = semid64_ds::default();
+    let stat = s.semctl(id, 0, IPC_STAT, SemArg::Ds(&mut ds));
+    if stat.is_err() {
+        return format!(" | stat {stat:?}");
+    }
+    let nsems = ds.sem_nsems as i32;
+    let mut buf = vec![0u16; 32001];
+    let all = s.semctl(id, 0, GETALL, SemArg::Array(&mut buf));
+    let n = buf.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
+    let mut nums: Vec<i32> = (0..nsems.min(4))
+        .chain(sops.iter().map(|o| i32::from(o.num)))
+        .filter(|&n| n < nsems)
+        .collect();
+    nums.sort_unstable();
+    nums.dedup();
+    let each: Vec<String> = nums
+        .iter()
+        .map(|&k| {
+            let get = |cmd| s.semctl(id, k, cmd, SemArg::None);
+            let show = |r: ipcns::SysResult<i32>| match r {
+                Ok(v) => v.to_string(),
+                Err(e) => e.name().to_string(),
+            };
+            format!(
+                "s{k}={}/{}/{}/{}",
+                show(get(GETVAL)),
+                match get(GETPID) {
+                    Ok(p) => pids.label(p),
+                    Err(e) => e.name().to_string(),
+                },
+                show(get(GETNCNT)),
+                show(get(GETZCNT))
+            )
+        })
+        .collect();
+    format!(
+        " | otime={} nsems={nsems} all={all:?} {:?} {}",
+        t(ds.sem_otime),
+        &buf[..n],
+        each.join(" ")
+    )
+}
+
+/// What the semops of the run returned (ipcns side), for the summary.
+static SEMOP_RESULTS: std::sync::Mutex<std::collections::BTreeMap<String, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn tally_semop(op: &Op, line: &str) {
+    if let Op::Semop { .. } = op {
+        let r = line.split(' ').next().unwrap_or("").to_string();
+        *SEMOP_RESULTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(r)
+            .or_default() += 1;
+    }
+}
 
 /// /proc/sysvipc text with times reduced to set/unset and pids to roles;
 /// line lengths kept, so the column layout is still compared.
@@ -468,7 +716,7 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
             return 3;
         }
         let root = std::process::id() as i32;
-        let mut ids = Vec::new();
+        let mut ids = Ids::default();
         let mut user_pids = vec![0; ops.len()];
         let mut lines = Vec::new();
         for (k, (who, op)) in ops.iter().enumerate() {
@@ -479,6 +727,7 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
                         ops: user_pids.clone(),
                     };
                     exec(&ipcns_oracle::kernel::Host, op, &mut ids, &pids)
+                        + &observe(&ipcns_oracle::kernel::Host, op, &ids, &pids)
                 }
                 Who::User(uid, gid) => {
                     // A grandchild drops to the user and runs the one operation.
@@ -502,8 +751,8 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
                                 ops: ops_pids,
                             },
                         );
-                        let new_id = ids.last().copied().unwrap_or(0);
-                        let _ = writeln!(w2, "{me}\n{}\n{new_id}\n{line}", ids.len());
+                        let new_id = ids.all.last().copied().unwrap_or(0);
+                        let _ = writeln!(w2, "{me}\n{}\n{new_id}\n{line}", ids.all.len());
                         0
                     });
                     let mut out = String::new();
@@ -516,10 +765,15 @@ fn run_kernel(ops: &[(Who, Op)]) -> (Vec<String>, Pids, Runner) {
                     let n: usize = it.next().unwrap_or("0").parse().unwrap_or(0);
                     let new_id: i32 = it.next().unwrap_or("0").parse().unwrap_or(0);
                     user_pids[k] = me;
-                    if n > ids.len() {
-                        ids.push(new_id);
+                    if n > ids.all.len() {
+                        ids.push(op, new_id);
                     }
+                    let pids = Pids {
+                        root,
+                        ops: user_pids.clone(),
+                    };
                     it.next().unwrap_or("").to_string()
+                        + &observe(&ipcns_oracle::kernel::Host, op, &ids, &pids)
                 }
             };
             lines.push(line);
@@ -580,7 +834,11 @@ fn run_ipcns(ops: &[(Who, Op)], kpids: &Pids) -> Vec<String> {
         root: kpids.root,
         ops: kpids.ops.clone(),
     };
-    let mut ids = Vec::new();
+    let mut ids = Ids::default();
+    let as_root = NsCaller {
+        ns: &t.ns,
+        cred: root.clone(),
+    };
     ops.iter()
         .enumerate()
         .map(|(k, (who, op))| {
@@ -591,7 +849,9 @@ fn run_ipcns(ops: &[(Who, Op)], kpids: &Pids) -> Vec<String> {
                     ..Cred::user(user_pid(k), *uid, *gid, vec![])
                 },
             };
-            exec(&NsCaller { ns: &t.ns, cred }, op, &mut ids, &pids)
+            let line = exec(&NsCaller { ns: &t.ns, cred }, op, &mut ids, &pids);
+            tally_semop(op, &line);
+            line + &observe(&as_root, op, &ids, &pids)
         })
         .collect()
 }
@@ -636,9 +896,17 @@ fn sequences_match_the_kernel() {
         Ok(())
     });
     let n = counter.load(std::sync::atomic::Ordering::Relaxed);
+    let semops = SEMOP_RESULTS.lock().unwrap_or_else(|e| e.into_inner());
     let _ = writeln!(
         std::io::stderr(),
-        "differential: {n} sequences (seed {seed}) run against the kernel and ipcns"
+        "differential: {n} sequences (seed {seed}) run against the kernel and ipcns; \
+         {} semops ({})",
+        semops.values().sum::<usize>(),
+        semops
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if let Err(e) = result {
         panic!("{e}");

@@ -4,12 +4,21 @@
 //! answers; a signal, a panic or a child still running after the deadline
 //! is a failure.
 //!
+//! Half the arenas also get sleepers before the corruption: forked
+//! children blocked in semop on the healthy arena, then killed, so that
+//! their records stay queued. The bytes they changed (queue heads, waiter
+//! records, saved operations) become extra regions, and at least one
+//! corruption of such an arena lands there: random bytes, or a link
+//! pointed at a record (cycles, shared tails). The child's semops never
+//! wait without limit: IPC_NOWAIT on every operation, or a 1 ms timeout.
+//!
 //! Environment: IPCNS_FUZZ_CASES (default 2000), IPCNS_FUZZ_SEED (a fixed
 //! default, so CI is repeatable), IPCNS_FUZZ_CASE=N (only case N, to
 //! reproduce one), IPCNS_FUZZ_MAX_FAILURES (default 5: the run stops
 //! there), IPCNS_FUZZ_TIMEOUT_MS (default 5000).
 
 use crate::corrupt::{self, IPC_PRIVATE, Made, env_u64, getall, setall};
+use crate::sleepers::{add_sleepers, corrupt_sleepers};
 use crate::support::{self, TestNs};
 use ipcns::Mech;
 use ipcns::abi::*;
@@ -148,11 +157,20 @@ fn run_case(seed: u64, case: u64, timeout: Duration) -> Outcome {
     );
     let _segments = corrupt::SegmentFiles(t.path().to_path_buf());
     let made = corrupt::populate(&t.ns, &mut rng);
+    let (sleepers, mut corruptions) = if rng.chance(1, 2) {
+        add_sleepers(&t, &made, &mut rng)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let regions = corrupt::regions(&t.ns);
     // From here on this process never reads the arena again.
-    let corruptions: Vec<String> = (0..1 + rng.below(3))
-        .map(|_| corrupt::corrupt(&t.ns, t.path(), &regions, &mut rng))
-        .collect();
+    for k in 0..1 + rng.below(3) {
+        corruptions.push(if !sleepers.is_empty() && (k == 0 || rng.chance(1, 3)) {
+            corrupt_sleepers(&t.ns, t.path(), &sleepers, &mut rng)
+        } else {
+            corrupt::corrupt(&t.ns, t.path(), &regions, &mut rng)
+        });
+    }
     let (mut mine, theirs) = UnixStream::pair().expect("socketpair");
     let path = t.path().to_path_buf();
     let pid = support::fork_child(move || child(&path, &made, theirs));
@@ -240,8 +258,10 @@ fn sem_calls(ns: &Namespace, root: &Cred, user: &Cred, made: &Made, c: &mut Tall
     }
     ids.sort_unstable();
     ids.dedup();
-    for &id in &ids {
+    for (k, &id) in ids.iter().enumerate() {
+        semops_on(ns, root, user, id, k < 3, c);
         sem_on(ns, root, user, id, c);
+        semops_on(ns, root, user, id, false, c);
     }
     let mut si = seminfo::default();
     for cmd in [IPC_INFO, SEM_INFO] {
@@ -274,6 +294,47 @@ fn sem_on(ns: &Namespace, root: &Cred, user: &Cred, id: i32, c: &mut Tally) {
     ds.sem_perm.mode = 0o666;
     c.t(ns.semctl(user, id, 0, IPC_SET, SemArg::Ds(&mut ds)));
     c.t(ns.semctl(root, id, 0, IPC_SET, SemArg::Ds(&mut ds)));
+}
+
+/// semop and semtimedop on a set, then its counts. Never an unbounded
+/// wait: a corrupt value can make even an increment block, so every
+/// operation of an untimed call carries IPC_NOWAIT; the timed calls wait
+/// 1 ms (only for the first sets: each costs its millisecond).
+fn semops_on(ns: &Namespace, root: &Cred, user: &Cred, id: i32, timed: bool, c: &mut Tally) {
+    let nw = IPC_NOWAIT as i16;
+    let sop = |num: u16, op: i16, flg: i16| sembuf {
+        sem_num: num,
+        sem_op: op,
+        sem_flg: flg,
+    };
+    for n in [0u16, 1, 5, 29, 39, 40, u16::MAX] {
+        for v in [-1, 0, 1, 2, 32767, i16::MIN] {
+            c.t(ns.semop(root, id, &[sop(n, v, nw)]));
+        }
+        c.t(ns.semop(user, id, &[sop(n, 1, nw)]));
+        c.t(ns.semop(user, id, &[sop(n, 0, nw)]));
+    }
+    c.t(ns.semop(root, id, &[sop(0, 1, nw), sop(1, -1, nw), sop(0, -1, nw)]));
+    c.t(ns.semop(root, id, &[sop(0, 2, nw), sop(0, 0, nw), sop(5, 1, nw)]));
+    c.t(ns.semop(root, id, &[sop(1, 1, nw), sop(0, 1, nw), sop(0, -2, nw)]));
+    c.t(ns.semop(root, id, &vec![sop(0, 0, nw); 600]));
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    c.t(ns.semtimedop(root, id, &[sop(0, i16::MIN, 0)], Some(&zero)));
+    if timed {
+        let ms = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        c.t(ns.semtimedop(root, id, &[sop(0, i16::MIN, 0)], Some(&ms)));
+        c.t(ns.semtimedop(root, id, &[sop(1, 1, 0), sop(0, i16::MIN, 0)], Some(&ms)));
+    }
+    for n in [0, 1, 5] {
+        c.t(ns.semctl(root, id, n, GETNCNT, SemArg::None));
+        c.t(ns.semctl(root, id, n, GETZCNT, SemArg::None));
+    }
 }
 
 fn msg_calls(ns: &Namespace, root: &Cred, user: &Cred, made: &Made, c: &mut Tally) -> Vec<i32> {

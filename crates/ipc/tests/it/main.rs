@@ -8,6 +8,8 @@ mod diff;
 mod fuzz;
 mod security;
 mod semop;
+mod semwait;
 mod shmat;
+mod sleepers;
 mod stress;
 mod support;

@@ -92,10 +92,10 @@ fn sleepers_are_woken_in_order_with_their_operation_done() {
         while t.ns.semctl(&root, id, 0, GETNCNT, SemArg::None) != Ok(1) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let z = sc.spawn(|| t.ns.semop(&root, id, &[op(0, 0, 0)]));
         assert_eq!(t.ns.semop(&root, id, &[op(0, 2, 0)]), Ok(0));
         assert_eq!(a.join().unwrap(), Ok(0));
-        // The zero-waiter is still waiting: 1 left.
+        // 1 left: a zero-waiter waits.
+        let z = sc.spawn(|| t.ns.semop(&root, id, &[op(0, 0, 0)]));
         while t.ns.semctl(&root, id, 0, GETZCNT, SemArg::None) != Ok(1) {
             std::thread::sleep(Duration::from_millis(1));
         }

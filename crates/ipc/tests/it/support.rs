@@ -9,6 +9,8 @@
 //! owns. `shared_words` maps fresh anonymous memory and never unmaps it.
 //! `in_new_pid_ns` unshares and mounts in a forked child, with
 //! NUL-terminated strings; `alarm_every` arms an interval timer.
+//! `keep_only_fds` closes, in a forked child, descriptors that only the
+//! parent's other threads use.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -319,4 +321,24 @@ pub fn alarm_every(every: std::time::Duration) {
     };
     // SAFETY: a valid itimerval; no old value asked for.
     unsafe { libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut()) };
+}
+
+/// For a forked child: closes every descriptor above 2 but `keep`, so
+/// that its children do not hold the other tests' pipes open (a reader
+/// waiting for end-of-file would wait for them too). The descriptors
+/// closed belong to objects of the parent's other threads, which do not
+/// exist in the child.
+pub fn keep_only_fds(keep: &[i32]) {
+    let fds: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
+        Ok(d) => d
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+            .collect(),
+        Err(_) => return,
+    };
+    for fd in fds.into_iter().filter(|&fd| fd > 2 && !keep.contains(&fd)) {
+        // SAFETY: closes a descriptor no object of this (single-threaded)
+        // child uses: the listing's own is gone, `keep` is kept.
+        unsafe { libc::close(fd) };
+    }
 }

@@ -213,3 +213,61 @@ fn kernel_never_copies_past_the_argument() {
     }
     assert_eq!(code, 0, "the kernel child failed");
 }
+
+/// `semtimedop` through [`Host`], in a fresh kernel IPC namespace: the
+/// kernel reads exactly the slice (a sub-slice's length is `nsops`), a
+/// timeout or none, and the errnos of the early checks.
+#[test]
+fn semtimedop_reads_the_slice_and_the_timeout() {
+    let code = fork_run(|| {
+        if unshare_ipc().is_err() {
+            return SKIP;
+        }
+        let h = Host;
+        let id = h.semget(IPC_PRIVATE, 2, 0o600).unwrap();
+        let op = |n, v, f: i32| sembuf {
+            sem_num: n,
+            sem_op: v,
+            sem_flg: f as i16,
+        };
+        // Only the first two entries are the call's: the third would fail
+        // with EFBIG.
+        let sops = [op(0, 2, 0), op(1, 1, 0), op(7, 1, 0)];
+        assert_eq!(h.semop(id, &sops[..2]), Ok(0));
+        assert_eq!(h.semctl(id, 0, GETVAL, SemArg::None), Ok(2));
+        assert_eq!(h.semop(id, &sops), Err(Errno::EFBIG));
+        assert_eq!(h.semop(id, &[]), Err(Errno::EINVAL));
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        assert_eq!(
+            h.semtimedop(id, &[op(1, -2, 0)], Some(&zero)),
+            Err(Errno::EAGAIN)
+        );
+        let bad = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000_000,
+        };
+        assert_eq!(
+            h.semtimedop(id, &[op(1, -1, 0)], Some(&bad)),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(h.semtimedop(id, &[op(1, -1, 0)], Some(&zero)), Ok(0));
+        assert_eq!(
+            h.semop(id, &[op(0, -1, IPC_NOWAIT), op(1, -1, IPC_NOWAIT)]),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(h.semctl(id, 0, GETVAL, SemArg::None), Ok(2));
+        0
+    });
+    if code == SKIP {
+        let why = "unshare(CLONE_NEWIPC) failed: this test needs root";
+        if std::env::var("IPCNS_REQUIRE_KERNEL").as_deref() == Ok("1") {
+            panic!("IPCNS_REQUIRE_KERNEL=1 but {why}");
+        }
+        eprintln!("SKIPPED semtimedop_reads_the_slice_and_the_timeout: {why}");
+        return;
+    }
+    assert_eq!(code, 0, "the kernel child failed");
+}
