@@ -98,8 +98,13 @@ fn check_kind<K: Kind>(a: &Arena, out: &mut Vec<String>) -> u32 {
             continue;
         }
         // Locking the object runs its repair, as any caller's lock would.
-        if let Err(x) = registry::lock_object::<K>(a, s) {
-            e(format!("object {idx}: {x}"));
+        match registry::lock_object::<K>(a, s) {
+            Err(x) => e(format!("object {idx}: {x}")),
+            Ok(_g) => {
+                for p in K::audit(a, s) {
+                    e(format!("object {idx}: {p}"));
+                }
+            }
         }
         n += 1;
         max = idx as i32;

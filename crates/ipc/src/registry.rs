@@ -50,6 +50,12 @@ pub trait Kind {
     /// Finishes or undoes what a holder of the object lock was doing when
     /// it died (its roll-forward journal).
     fn repair_object(a: &Arena, s: &Self::Slot) -> Result<(), Errno>;
+    /// What is wrong inside a live object (object lock held), for
+    /// `Namespace::check`: a mechanism whose objects hold more than their
+    /// slot (message lists) says what it finds inconsistent.
+    fn audit(_a: &Arena, _s: &Self::Slot) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Locks an object, repairing it first if the previous holder died.
@@ -324,6 +330,10 @@ impl<'a> Reg<'a> {
             }
             JOURNAL_REMOVE => {
                 let s = slot::<K>(self.a, idx)?;
+                // The object lock too (registry -> object), as `remove`
+                // held it: `release` changes what the object's lock
+                // protects (its sleepers free their records under it).
+                let _g = lock_object::<K>(self.a, s)?;
                 s.head()
                     .generation
                     .store(self.next_generation(), Relaxed);

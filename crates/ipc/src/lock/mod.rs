@@ -38,8 +38,8 @@
 mod os;
 #[cfg(not(loom))]
 pub use os::{
-    Holder, RECOVERIES, RealOs, Woke, boot_id, futex_wait, futex_wake_all, holder_of, my_identity,
-    thread_exists,
+    Holder, RECOVERIES, RealOs, Woke, boot_id, futex_wait, futex_wake_all, holder_of, monotonic_ns,
+    my_identity, thread_exists,
 };
 
 #[cfg(all(test, loom))]

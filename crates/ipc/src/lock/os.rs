@@ -321,3 +321,17 @@ pub fn thread_exists(tgid: i32, tid: u32) -> bool {
     // /proc tells it apart, only in that rare case of a process-wide death.
     !matches!(thread_stat(tid), None | Some((b'Z' | b'X' | b'x', _)))
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the
+/// machine (a waker compares it with a time its sleeper wrote).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one `timespec` through a pointer to a local of that type.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
