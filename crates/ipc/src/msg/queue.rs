@@ -659,9 +659,6 @@ pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
             out.push(format!("{what} is {have:#x}, the list says {want:#x}"));
         }
     }
-    if s.qnum.load(Relaxed) > s.qbytes.load(Relaxed) {
-        out.push("more messages than qbytes".to_string());
-    }
     let c = s.cache.load(Relaxed);
     if c != 0 && block(a, c).is_err() {
         out.push(format!("cache holds {c:#x}, no block"));
