@@ -45,9 +45,10 @@ const MSGTQL: i32 = 16384;
 const MSGSSZ: i32 = 16;
 const MSGSEG: u16 = 0xffff;
 
-/// A queued message in the heap: `[next, mtype, size | pid << 32]` then
-/// the text (queue.rs).
-pub(crate) const MSG_HEADER: u64 = 24;
+/// Bytes of a queued message's header in the arena's heap: `[next, mtype,
+/// size | pid << 32]`, then the text (queue.rs).
+pub const MESSAGE_HEADER: u64 = 24;
+pub(crate) const MSG_HEADER: u64 = MESSAGE_HEADER;
 
 pub(crate) struct MsgKind;
 

@@ -140,12 +140,25 @@ impl<'a> Block<'a> {
         a.view_slice(self.off + MSG_HEADER, self.size().div_ceil(8) as usize)
     }
 
-    /// Writes the text (the block's size must be `text.len()`).
+    /// Writes the text (the block's size must be `text.len()`). Word by
+    /// word, as relaxed atomics (the arena's rule: any other process may
+    /// write these bytes), four at a time so that they pipeline.
     pub fn write_text(&self, a: &'a Arena, text: &[u8]) -> SysResult<()> {
         let words = self.text(a)?;
-        let mut chunks = text.chunks_exact(8);
-        for (w, c) in words.iter().zip(&mut chunks) {
-            w.store(u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])), Relaxed);
+        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+        let mut quads = text.chunks_exact(32);
+        let mut ws = words.chunks_exact(4);
+        for (w, c) in (&mut ws).zip(&mut quads) {
+            w[0].store(word(&c[0..8]), Relaxed);
+            w[1].store(word(&c[8..16]), Relaxed);
+            w[2].store(word(&c[16..24]), Relaxed);
+            w[3].store(word(&c[24..32]), Relaxed);
+        }
+        let done = text.len() - quads.remainder().len();
+        let rest_words = &words[done / 8..];
+        let mut chunks = quads.remainder().chunks_exact(8);
+        for (w, c) in rest_words.iter().zip(&mut chunks) {
+            w.store(word(c), Relaxed);
         }
         let rest = chunks.remainder();
         if let (false, Some(w)) = (rest.is_empty(), words.last()) {
@@ -157,12 +170,28 @@ impl<'a> Block<'a> {
     }
 
     /// Copies the first `out.len()` bytes of the text (at most its size)
-    /// into `out`; returns how many.
+    /// into `out`; returns how many. Word by word, as `write_text`.
     pub fn read_text(&self, a: &'a Arena, out: &mut [u8]) -> SysResult<usize> {
         let n = out.len().min(self.size() as usize);
         let words = self.text(a)?;
-        let mut chunks = out[..n].chunks_exact_mut(8);
-        for (w, c) in words.iter().zip(&mut chunks) {
+        let mut quads = out[..n].chunks_exact_mut(32);
+        let mut ws = words.chunks_exact(4);
+        for (w, c) in (&mut ws).zip(&mut quads) {
+            let v = [
+                w[0].load(Relaxed),
+                w[1].load(Relaxed),
+                w[2].load(Relaxed),
+                w[3].load(Relaxed),
+            ];
+            for (d, x) in c.chunks_exact_mut(8).zip(v) {
+                d.copy_from_slice(&x.to_ne_bytes());
+            }
+        }
+        let rem = quads.into_remainder();
+        let done = n - rem.len();
+        let rest_words = &words[done / 8..];
+        let mut chunks = rem.chunks_exact_mut(8);
+        for (w, c) in rest_words.iter().zip(&mut chunks) {
             c.copy_from_slice(&w.load(Relaxed).to_ne_bytes());
         }
         let rest = chunks.into_remainder();
@@ -387,13 +416,16 @@ pub(super) fn wanted(w: &Waiter) -> (u32, i64) {
 }
 
 /// Queues a record for the caller at the tail of `waiters`; its offset.
-pub(super) fn enqueue(a: &Arena, s: &MsgSlot, pid: i32, wants: Wants) -> SysResult<u64> {
+/// The record names the calling thread and its real process (not the
+/// caller's `Cred::pid`, which a caller may have made for another
+/// process): wakers judge by them whether the sleeper lives.
+pub(super) fn enqueue(a: &Arena, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
     let off = heap::alloc(a, WAITER_BYTES)?;
     let w = wait::at(a, off)?;
     w.state.store(wait::QUEUED, Relaxed);
     w.status.store(0, Relaxed);
     w.who.store(lock::my_identity(), Relaxed);
-    w.pid.store(pid, Relaxed);
+    w.pid.store(std::process::id() as i32, Relaxed);
     w.nops.store(wants.kind, Relaxed);
     w.ops.store(0, Relaxed);
     w.blocking.store(wants.size, Relaxed);

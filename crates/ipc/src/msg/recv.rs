@@ -197,7 +197,6 @@ impl Namespace {
             let rec = queue::enqueue(
                 a,
                 s,
-                cred.pid,
                 Wants {
                     kind: KIND_RECV,
                     size: maxsize,

@@ -72,7 +72,6 @@ impl Namespace {
             let rec = queue::enqueue(
                 a,
                 s,
-                cred.pid,
                 Wants {
                     kind: KIND_SEND,
                     size: size as u32,

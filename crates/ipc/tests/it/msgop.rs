@@ -463,3 +463,45 @@ fn removal_signals_and_dead_sleepers() {
     }
     t.ns.check().unwrap();
 }
+
+#[test]
+fn ping_pong_on_two_queues() {
+    let t = TestNs::new("msgop-pingpong");
+    let c = me();
+    let (a, b) = (
+        t.ns.msgget(&c, 0, IPC_CREAT | 0o600).unwrap(),
+        t.ns.msgget(&c, 0, IPC_CREAT | 0o600).unwrap(),
+    );
+    let n = 20_000u64;
+    let path = t.path().to_path_buf();
+    let child = support::fork_child(move || {
+        let ns = Namespace::open_at(&path).unwrap();
+        let me = me();
+        let mut buf = [0u8; 8];
+        for i in 0..n {
+            match ns.msgrcv(&me, a, &mut buf, 0, 0) {
+                Ok((1, 8)) if u64::from_ne_bytes(buf) == i => {}
+                other => {
+                    let _ = std::fs::write("/tmp/pp-child", format!("{i}: {other:?} {buf:?}"));
+                    return 1;
+                }
+            }
+            if ns.msgsnd(&me, b, 1, &i.to_ne_bytes(), 0).is_err() {
+                return 2;
+            }
+        }
+        0
+    });
+    let mut buf = [0u8; 8];
+    for i in 0..n {
+        assert_eq!(t.ns.msgsnd(&c, a, 1, &i.to_ne_bytes(), 0), Ok(0));
+        assert_eq!(
+            t.ns.msgrcv(&c, b, &mut buf, 0, 0),
+            Ok((1, 8)),
+            "round trip {i}"
+        );
+        assert_eq!(u64::from_ne_bytes(buf), i);
+    }
+    assert_eq!(support::wait_child(child), 0);
+    t.ns.check().unwrap();
+}
