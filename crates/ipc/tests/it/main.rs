@@ -5,6 +5,7 @@ mod corrupt;
 mod crash;
 mod diff;
 mod fuzz;
+mod msgcrash;
 mod msgdiff;
 mod msgop;
 mod security;

@@ -5,7 +5,8 @@
 //! `fork_run` forks the multi-threaded test process; the child runs only its
 //! closure and `_exit`s. `drop_to` makes plain credential system calls.
 //! `wait_child_deadline` polls its own child; `child_reports_to` redirects
-//! a forked child's fd 2 onto a descriptor it owns.
+//! a forked child's fd 2 onto a descriptor it owns. `SharedWords` maps
+//! and unmaps anonymous shared memory it owns.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -204,4 +205,46 @@ pub fn handle(sig: i32, f: extern "C" fn(libc::c_int), flags: i32) {
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(pid, sig) };
+}
+
+/// Words of anonymous memory shared with the children forked after it is
+/// made (`MAP_SHARED`), zeroed; unmapped on drop.
+pub struct SharedWords {
+    ptr: *mut core::sync::atomic::AtomicU64,
+    len: usize,
+}
+
+impl SharedWords {
+    pub fn new(len: usize) -> SharedWords {
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(
+            p != libc::MAP_FAILED,
+            "mmap: {}",
+            std::io::Error::last_os_error()
+        );
+        SharedWords { ptr: p.cast(), len }
+    }
+
+    pub fn words(&self) -> &[core::sync::atomic::AtomicU64] {
+        // SAFETY: `len` zero-initialised, page-aligned words mapped while
+        // `self` lives; atomics accept any bits and concurrent writers.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SharedWords {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped; borrows end with `self`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len * 8) };
+    }
 }
