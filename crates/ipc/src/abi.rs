@@ -31,6 +31,13 @@ pub const MSG_STAT: i32 = 11;
 pub const MSG_INFO: i32 = 12;
 pub const MSG_STAT_ANY: i32 = 13;
 
+/// msgrcv flags: truncate a long message instead of E2BIG; receive any
+/// type but `msgtyp`; copy the message at position `msgtyp` (with
+/// IPC_NOWAIT) without removing it.
+pub const MSG_NOERROR: i32 = 0o10000;
+pub const MSG_EXCEPT: i32 = 0o20000;
+pub const MSG_COPY: i32 = 0o40000;
+
 pub const SHM_LOCK: i32 = 11;
 pub const SHM_UNLOCK: i32 = 12;
 pub const SHM_STAT: i32 = 13;

@@ -112,28 +112,46 @@ pub struct SemSlot {
     pub inline: [Sem; INLINE_SEMS],
 }
 
-/// A message queue (`struct msg_queue`).
+/// A message queue (`struct msg_queue`). Every field but `head` is
+/// protected by the queue's lock (`head.lock`); msg/queue.rs says how each
+/// change survives the death of the lock's holder.
 ///
 /// # Layout
 /// 192 bytes: head, `qbytes` @96, `cbytes` @104, `qnum` @112, `lspid` @120,
-/// `lrpid` @124, `stime` @128, `rtime` @136, `first` @144, `last` @152.
+/// `lrpid` @124, `stime` @128, `rtime` @136, `first` @144, `last` @152,
+/// `waiters` @160, `cache` @168, `journal` @176, `journal_aux` @184.
+/// (Layout version 2 named the words @160 and @168 `senders` and
+/// `receivers` and left @176 and @184 spare; all four were zero in every
+/// arena, as they are in a queue with nothing waiting, cached or
+/// journaled.)
 #[repr(C, align(64))]
 pub struct MsgSlot {
     pub head: Head,
+    /// The queue's size limit in bytes (`q_qbytes`; it is also the limit
+    /// on the number of messages). Fits 32 bits (IPC_SET truncates).
     pub qbytes: AtomicU64,
+    /// Bytes and messages queued (`q_cbytes`, `q_qnum`); neither exceeds
+    /// `qbytes`.
     pub cbytes: AtomicU64,
     pub qnum: AtomicU64,
     pub lspid: AtomicI32,
     pub lrpid: AtomicI32,
     pub stime: AtomicI64,
     pub rtime: AtomicI64,
-    /// The message list (heap offsets), oldest first.
+    /// The message list (heap offsets of message blocks), oldest first.
     pub first: AtomicU64,
     pub last: AtomicU64,
-    /// Waiting senders and receivers (msgsnd/msgrcv).
-    pub senders: AtomicU64,
-    pub receivers: AtomicU64,
-    pub spare: [AtomicU64; 2],
+    /// Blocked senders and receivers: one FIFO list of wait records
+    /// (`wait::Waiter`, heap offsets), each marked with its kind.
+    pub waiters: AtomicU64,
+    /// One free message block kept for the next msgsnd; 0 = none.
+    pub cache: AtomicU64,
+    /// Roll-forward journal: a message block's offset or-ed with the
+    /// operation in progress (msg/queue.rs `OP_*`); 0 = none.
+    pub journal: AtomicU64,
+    /// The journal's second word: the counts after the operation, or the
+    /// wait record it completes or moves.
+    pub journal_aux: AtomicU64,
 }
 
 /// A shared memory segment (`struct shmid_kernel`).
@@ -176,6 +194,9 @@ const _: () = {
     assert!(offset_of!(SemSlot, inline) == 152);
     assert!(size_of::<MsgSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(MsgSlot, first) == 144);
+    assert!(offset_of!(MsgSlot, waiters) == 160);
+    assert!(offset_of!(MsgSlot, journal) == 176);
+    assert!(offset_of!(MsgSlot, journal_aux) == 184);
     assert!(size_of::<ShmSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(ShmSlot, nattch) == 128);
 };

@@ -329,6 +329,10 @@ impl<'a> Reg<'a> {
             }
             JOURNAL_REMOVE => {
                 let s = slot::<K>(self.a, idx)?;
+                // The object lock too (registry -> object), as `remove`
+                // held it: `release` changes what the object's lock
+                // protects (its sleepers free their records under it).
+                let _g = lock_object::<K>(self.a, s)?;
                 s.head()
                     .generation
                     .store(self.next_generation(), Relaxed);

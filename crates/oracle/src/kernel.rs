@@ -15,7 +15,9 @@
 //! `semtimedop` gets a caller's `sembuf` slice with its own length (the
 //! kernel reads at most `nsops` entries: it copies them in before anything
 //! else and writes nothing back) and a borrowed timeout or NULL (read only,
-//! a `__kernel_timespec`, which `libc::timespec` is on x86-64).
+//! a `__kernel_timespec`, which `libc::timespec` is on x86-64). `msgsnd`
+//! and `msgrcv` pass a `struct msgbuf` of their own, as long as the size
+//! they give says (`msgbuf`).
 //!
 //! Every other system call here gets integers and at most one pointer, the
 //! `*ctl` word (`Word`), which is one of:
@@ -119,6 +121,23 @@ fn sys_msgctl(id: i32, cmd: i32, arg: Word<'_>) -> SysResult<i32> {
     ret(unsafe { libc::syscall(libc::SYS_msgctl, id, cmd, arg.raw) })
 }
 
+/// `struct msgbuf` with room for `len` bytes of text: `long mtype` then
+/// the text, in 8-byte words (so the `long` is aligned).
+fn msgbuf(mtype: i64, len: usize) -> Vec<i64> {
+    let mut b = vec![0i64; 1 + len.div_ceil(8)];
+    b[0] = mtype;
+    b
+}
+
+/// The text part of a [`msgbuf`].
+fn mtext(b: &mut [i64]) -> &mut [u8] {
+    let words = &mut b[1..];
+    // SAFETY: the words are plain integers, initialised, owned by `b` and
+    // borrowed mutably for the slice's life; any byte is a valid u8 and u8
+    // needs no alignment.
+    unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+}
+
 /// `shmctl(shmid, cmd, buf)`: shmctl(2); ipc/shm.c `ksys_shmctl`.
 fn sys_shmctl(id: i32, cmd: i32, arg: Word<'_>) -> SysResult<i32> {
     // SAFETY: integers, and a word made for `cmd` (module doc, Word).
@@ -214,6 +233,33 @@ impl SysV for Host {
             _ => Word::int(0),
         };
         sys_msgctl(id, cmd, word)
+    }
+
+    /// `msgsnd(msqid, msgp, msgsz, msgflg)`: msgop(2); ipc/msg.c
+    /// `ksys_msgsnd`. The kernel reads `mtype` and `msgsz` bytes after it.
+    fn msgsnd(&self, id: i32, mtype: i64, text: &[u8], flg: i32) -> SysResult<i32> {
+        let mut b = msgbuf(mtype, text.len());
+        mtext(&mut b)[..text.len()].copy_from_slice(text);
+        // SAFETY: `b` holds the mtype and at least `text.len()` bytes after
+        // it, all the kernel reads; it lives across the call.
+        ret(unsafe { libc::syscall(libc::SYS_msgsnd, id, b.as_ptr(), text.len(), flg) })
+    }
+
+    /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)`: msgop(2); ipc/msg.c
+    /// `ksys_msgrcv`. The kernel writes `mtype` and at most `msgsz` bytes
+    /// after it (and with MSG_COPY first reads as many).
+    fn msgrcv(&self, id: i32, buf: &mut [u8], msgtyp: i64, flg: i32) -> SysResult<(i64, usize)> {
+        let mut b = msgbuf(0, buf.len());
+        // SAFETY: `b` holds an mtype and at least `buf.len()` bytes after
+        // it, all the kernel reads or writes; it lives across the call.
+        let r =
+            unsafe { libc::syscall(libc::SYS_msgrcv, id, b.as_mut_ptr(), buf.len(), msgtyp, flg) };
+        if r < 0 {
+            return Err(Errno::last());
+        }
+        let n = (r as usize).min(buf.len());
+        buf[..n].copy_from_slice(&mtext(&mut b)[..n]);
+        Ok((b[0], n))
     }
 
     /// `shmget(key, size, shmflg)`: shmget(2); ipc/shm.c `ksys_shmget`.

@@ -31,6 +31,11 @@ pub trait SysV {
     }
     fn msgget(&self, key: i32, flg: i32) -> SysResult<i32>;
     fn msgctl(&self, id: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32>;
+    /// `msgsnd(msqid, msgp, msgsz, msgflg)` with `msgp` = `{ mtype, text }`.
+    fn msgsnd(&self, id: i32, mtype: i64, text: &[u8], flg: i32) -> SysResult<i32>;
+    /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)` with `msgsz` =
+    /// `buf.len()`: the type received and the bytes copied into `buf`.
+    fn msgrcv(&self, id: i32, buf: &mut [u8], msgtyp: i64, flg: i32) -> SysResult<(i64, usize)>;
     fn shmget(&self, key: i32, size: u64, flg: i32) -> SysResult<i32>;
     fn shmctl(&self, id: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32>;
     /// The text of /proc/sysvipc/{sem,msg,shm}.
@@ -66,6 +71,12 @@ impl SysV for NsCaller<'_> {
     }
     fn msgctl(&self, id: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32> {
         self.ns.msgctl(&self.cred, id, cmd, arg)
+    }
+    fn msgsnd(&self, id: i32, mtype: i64, text: &[u8], flg: i32) -> SysResult<i32> {
+        self.ns.msgsnd(&self.cred, id, mtype, text, flg)
+    }
+    fn msgrcv(&self, id: i32, buf: &mut [u8], msgtyp: i64, flg: i32) -> SysResult<(i64, usize)> {
+        self.ns.msgrcv(&self.cred, id, buf, msgtyp, flg)
     }
     fn shmget(&self, key: i32, size: u64, flg: i32) -> SysResult<i32> {
         self.ns.shmget(&self.cred, key, size, flg)

@@ -4,6 +4,7 @@
 
 pub mod idmap;
 pub mod lock;
+pub mod msg;
 pub mod rseq;
 pub mod semget;
 pub mod semop;
@@ -15,11 +16,13 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
-usage: ipcns bench idmap|lock|rseq|semget|semop|shm [--json]
+usage: ipcns bench idmap|lock|msg|rseq|semget|semop|shm [--json]
   idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
           and the host kernel's own cost (root only)
   lock    the arena's lock beside glibc's robust process-shared mutex:
           uncontended, and 2 threads and 2 processes contending
+  msg     msgsnd and msgrcv: ipcns beside the kernel, in one process, as
+          ping-pong between two, and two pairs on two cpus
   rseq    per-cpu increments and cpu number reads: rseq beside atomics
   semget  semget creation and lookup: ipcns beside the kernel
   semop   no-op semop on two ids at seed 000's indexes, and a two-process
@@ -41,6 +44,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == idmap::KERNEL_CHILD {
         return idmap::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
+    if what == msg::KERNEL_CHILD {
+        return msg::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     if what == semget::KERNEL_CHILD {
         return semget::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
@@ -60,12 +66,13 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     match what.as_str() {
         "idmap" => idmap::run(json).context("bench idmap"),
         "lock" => lock::run(json).context("bench lock"),
+        "msg" => msg::run(json).context("bench msg"),
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
         "semop" => semop::run(json).context("bench semop"),
         "shm" => shm::run(json).context("bench shm"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected idmap, lock, rseq, semget, semop or shm)"
+            "bench: unknown benchmark {other:?} (expected idmap, lock, msg, rseq, semget, semop or shm)"
         ),
     }?;
     Ok(ExitCode::SUCCESS)

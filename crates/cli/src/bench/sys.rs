@@ -40,6 +40,8 @@
 //! moment before (read-write, the whole segment, rounded up to pages) and
 //! that it alone knows of until it detaches it; the writes are atomic
 //! stores, so another process writing the same bytes is no data race.
+//! [`KernelMsgBuf`] hands the kernel's msgsnd and msgrcv a `struct msgbuf`
+//! it owns, with room for as many text bytes as the size it passes.
 #![allow(unsafe_code)]
 
 use core::ptr::NonNull;
@@ -514,5 +516,65 @@ impl Drop for Segment<'_> {
             Shm::Ipcns(ns, cred) => ns.shmctl(cred, self.id, IPC_RMID, ShmArg::None),
             Shm::Kernel => Host.shmctl(self.id, IPC_RMID, ShmArg::None),
         };
+    }
+}
+
+/// A `struct msgbuf` (`long mtype` then the text) for the kernel's own
+/// msgsnd and msgrcv, made once, so that a measured call costs only the
+/// system call.
+pub struct KernelMsgBuf {
+    words: Vec<i64>,
+}
+
+impl KernelMsgBuf {
+    /// Room for `cap` bytes of text.
+    pub fn new(cap: usize) -> KernelMsgBuf {
+        KernelMsgBuf {
+            words: vec![0x5a5a_5a5a_5a5a_5a5a; 1 + cap.div_ceil(8)],
+        }
+    }
+
+    fn cap(&self) -> usize {
+        (self.words.len() - 1) * 8
+    }
+
+    /// `msgsnd(id, &buf, len, flg)` with `mtype`; `len` at most the room.
+    pub fn send(&mut self, id: i32, mtype: i64, len: usize, flg: i32) -> std::io::Result<()> {
+        let len = len.min(self.cap());
+        self.words[0] = mtype;
+        // SAFETY: the buffer holds an mtype and at least `len` text bytes,
+        // all the kernel reads; it lives across the call.
+        let r = unsafe { libc::syscall(libc::SYS_msgsnd, id, self.words.as_ptr(), len, flg) };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// `msgrcv(id, &buf, cap, msgtyp, flg)`: the bytes received.
+    pub fn receive(
+        &mut self,
+        id: i32,
+        cap: usize,
+        msgtyp: i64,
+        flg: i32,
+    ) -> std::io::Result<usize> {
+        let cap = cap.min(self.cap());
+        // SAFETY: the buffer holds an mtype and at least `cap` text bytes,
+        // all the kernel writes; it lives across the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_msgrcv,
+                id,
+                self.words.as_mut_ptr(),
+                cap,
+                msgtyp,
+                flg,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(r as usize)
     }
 }

@@ -11,6 +11,7 @@
 //! NUL-terminated strings; `alarm_every` arms an interval timer.
 //! `keep_only_fds` closes, in a forked child, descriptors that only the
 //! parent's other threads use.
+//! `SharedWords` maps and unmaps anonymous shared memory it owns.
 #![allow(unsafe_code)]
 
 use ipcns::{CreateOptions, Namespace};
@@ -340,5 +341,47 @@ pub fn keep_only_fds(keep: &[i32]) {
         // SAFETY: closes a descriptor no object of this (single-threaded)
         // child uses: the listing's own is gone, `keep` is kept.
         unsafe { libc::close(fd) };
+    }
+}
+
+/// Words of anonymous memory shared with the children forked after it is
+/// made (`MAP_SHARED`), zeroed; unmapped on drop.
+pub struct SharedWords {
+    ptr: *mut core::sync::atomic::AtomicU64,
+    len: usize,
+}
+
+impl SharedWords {
+    pub fn new(len: usize) -> SharedWords {
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(
+            p != libc::MAP_FAILED,
+            "mmap: {}",
+            std::io::Error::last_os_error()
+        );
+        SharedWords { ptr: p.cast(), len }
+    }
+
+    pub fn words(&self) -> &[core::sync::atomic::AtomicU64] {
+        // SAFETY: `len` zero-initialised, page-aligned words mapped while
+        // `self` lives; atomics accept any bits and concurrent writers.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SharedWords {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped; borrows end with `self`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len * 8) };
     }
 }

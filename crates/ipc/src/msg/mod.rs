@@ -1,12 +1,29 @@
-//! Message queues: `msgget` and `msgctl` (ipc/msg.c). `msgsnd` and
-//! `msgrcv` arrive with the operations.
+//! Message queues (ipc/msg.c): `msgget` and `msgctl` here, `msgsnd` in
+//! send.rs, `msgrcv` in recv.rs, the queue's insides (message blocks,
+//! lists, wait records, the journal) in queue.rs.
 //!
 //! # Protocol
-//! As sem.rs: msgget under the registry lock; IPC_SET and IPC_RMID take the
-//! registry lock then the queue lock; STAT looks up without the registry
-//! lock, checks permission, locks the queue and checks it is alive.
-//! Registry counters: `used` = bytes queued, `used2` = messages queued, in
-//! the whole namespace (MSG_INFO's msgtql and msgmap).
+//! As sem: msgget under the registry lock; IPC_SET and IPC_RMID take the
+//! registry lock then the queue lock; STAT, msgsnd and msgrcv look the
+//! queue up without the registry lock, check permission, lock the queue
+//! and check it is still the queue looked up (EIDRM otherwise). Blocked
+//! callers queue a wait record and sleep with no lock held; queue.rs says
+//! who may touch a record when.
+//!
+//! Lock order: registry -> queue -> heap.
+//!
+//! The namespace's totals (MSG_INFO's `msgtql` and `msgmap`) are the sums
+//! of the queues' own counts, added up when asked, as Linux sums its
+//! per-cpu counters: a total kept in one shared word would be written by
+//! every msgsnd and msgrcv of every queue (one cache line for all
+//! processes), and could not be kept exact across a death between the
+//! queue's update and the total's. So the registry's `used` and `used2`
+//! stay 0 for msg ([`MsgKind::usage`]), and `Namespace::check` audits each
+//! queue's counts against its list instead.
+
+mod queue;
+mod recv;
+mod send;
 
 use crate::abi::{self, msginfo, msqid64_ds};
 use crate::arena::Arena;
@@ -17,9 +34,8 @@ use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::namespace::Namespace;
 use crate::object::MsgSlot;
-use crate::registry::{IPC_PRIVATE, Kind, Reg};
+use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object};
 use crate::time::now;
-use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// MSGPOOL, MSGMAP, MSGTQL, MSGSSZ, MSGSEG as IPC_INFO reports them.
@@ -29,8 +45,10 @@ const MSGTQL: i32 = 16384;
 const MSGSSZ: i32 = 16;
 const MSGSEG: u16 = 0xffff;
 
-/// A queued message in the heap: `[next, mtype, size]` then the text.
-pub(crate) const MSG_HEADER: u64 = 24;
+/// Bytes of a queued message's header in the arena's heap: `[next, mtype,
+/// size | pid << 32]`, then the text (queue.rs).
+pub const MESSAGE_HEADER: u64 = 24;
+pub(crate) const MSG_HEADER: u64 = MESSAGE_HEADER;
 
 pub(crate) struct MsgKind;
 
@@ -38,35 +56,45 @@ impl Kind for MsgKind {
     type Slot = MsgSlot;
     const MECH: Mech = Mech::Msg;
 
-    fn usage(_a: &Arena, s: &MsgSlot) -> (u64, u64) {
-        (s.cbytes.load(Relaxed), s.qnum.load(Relaxed))
+    fn usage(_a: &Arena, _s: &MsgSlot) -> (u64, u64) {
+        // The totals are summed when asked (module doc).
+        (0, 0)
     }
 
     fn release(a: &Arena, s: &MsgSlot) {
+        // freeque: "expunge_all(msq, -EIDRM, &wake_q); ss_wakeup(msq,
+        // &wake_q, true);". Each record stays its sleeper's to free.
+        queue::wake_all(a, s, 0, libc::EIDRM);
+        s.waiters.store(0, Relaxed);
+        s.journal.store(0, Relaxed);
+        s.journal_aux.store(0, Relaxed);
         // Free the messages one by one, unlinking each first. Bounded: a
         // list cannot hold more messages than the heap has headers; a link
-        // outside the heap ends the walk (the rest is leaked).
+        // that is no block ends the walk (the rest is leaked).
         let limit = a.layout().size / MSG_HEADER;
         for _ in 0..limit {
             let m = s.first.load(Relaxed);
-            if m == 0 || !a.in_heap(m, MSG_HEADER) {
-                break;
-            }
-            let Ok(w) = a.view_slice::<AtomicU64>(m, 3) else {
+            let Ok(b) = queue::block(a, m) else {
                 break;
             };
-            s.first.store(w[0].load(Relaxed), Relaxed);
-            let _ = heap::free(a, m, MSG_HEADER.saturating_add(w[2].load(Relaxed)));
+            s.first.store(b.next(), Relaxed);
+            let _ = heap::free(a, m, MSG_HEADER + b.size());
         }
+        let c = s.cache.swap(0, Relaxed);
+        queue::discard(a, None, c);
         s.first.store(0, Relaxed);
         s.last.store(0, Relaxed);
         s.cbytes.store(0, Relaxed);
         s.qnum.store(0, Relaxed);
     }
 
-    fn repair_object(_a: &Arena, _s: &MsgSlot) -> Result<(), Errno> {
-        // No multi-word update under the queue lock yet.
+    fn repair_object(a: &Arena, s: &MsgSlot) -> Result<(), Errno> {
+        queue::repair(a, s);
         Ok(())
+    }
+
+    fn check_object(a: &Arena, s: &MsgSlot) -> Vec<String> {
+        queue::audit(a, s)
     }
 }
 
@@ -103,8 +131,10 @@ impl Namespace {
             s.rtime.store(0, Relaxed);
             s.first.store(0, Relaxed);
             s.last.store(0, Relaxed);
-            s.senders.store(0, Relaxed);
-            s.receivers.store(0, Relaxed);
+            s.waiters.store(0, Relaxed);
+            s.cache.store(0, Relaxed);
+            s.journal.store(0, Relaxed);
+            s.journal_aux.store(0, Relaxed);
             Ok(())
         })
     }
@@ -134,9 +164,12 @@ impl Namespace {
                 };
                 let reg = Reg::lock::<MsgKind>(a)?;
                 if cmd == abi::MSG_INFO {
+                    // "percpu_counter_sum(&ns->percpu_msg_hdrs)", bytes
+                    // likewise: here the sums of the queues' counts.
+                    let (bytes, msgs) = totals(a, &reg)?;
                     out.msgpool = reg.r.in_use.load(Relaxed) as i32;
-                    out.msgmap = reg.r.used2.load(Relaxed).min(i32::MAX as u64) as i32;
-                    out.msgtql = reg.r.used.load(Relaxed).min(i32::MAX as u64) as i32;
+                    out.msgmap = msgs.min(i32::MAX as u64) as i32;
+                    out.msgtql = bytes.min(i32::MAX as u64) as i32;
                 } else {
                     out.msgpool = MSGPOOL;
                     out.msgmap = MSGMAP;
@@ -184,6 +217,11 @@ impl Namespace {
                     ctl::update_perm(cred, &s.head, &ds.msg_perm)?;
                     s.qbytes.store(u64::from(qb), Relaxed);
                     s.head.ctime.store(now(), Relaxed);
+                    // "sleeping receivers might be excluded by stricter
+                    // permissions": they retry. "sleeping senders might be
+                    // able to send due to a larger queue size".
+                    queue::wake_all(a, s, queue::KIND_RECV, libc::EAGAIN);
+                    queue::wake_senders(a, s)?;
                     Ok(0)
                 })
             }
@@ -201,4 +239,18 @@ pub enum MsgArg<'a> {
     None,
     Ds(&'a mut msqid64_ds),
     Info(&'a mut msginfo),
+}
+
+/// The bytes and messages queued in the whole namespace: each queue's
+/// counts, read under its lock (so a queue whose last holder died is
+/// repaired first). Registry lock held.
+fn totals(a: &Arena, reg: &Reg<'_>) -> SysResult<(u64, u64)> {
+    let (mut bytes, mut msgs) = (0u64, 0u64);
+    for idx in reg.bm().iter() {
+        let s = registry::slot::<MsgKind>(a, idx)?;
+        let _g = lock_object::<MsgKind>(a, s)?;
+        bytes = bytes.saturating_add(s.cbytes.load(Relaxed));
+        msgs = msgs.saturating_add(s.qnum.load(Relaxed));
+    }
+    Ok((bytes, msgs))
 }

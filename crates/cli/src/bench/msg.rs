@@ -1,0 +1,605 @@
+//! `ipcns bench msg`: message queues, ipcns beside the host kernel measured
+//! in the same run (in a fresh IPC namespace: a child of this program that
+//! unshares one, so root is needed for the kernel columns).
+//!
+//! - One process, msgsnd then msgrcv of one message of 8, 64, 1024 and
+//!   8192 bytes on a queue of its own: ns per pair.
+//! - Ping-pong: two processes on two cpus, one sends on queue A and waits
+//!   on queue B, the other answers: ns per round trip (8 bytes each way).
+//! - Scaling: "a pair" is one process doing msgsnd+msgrcv pairs of 8 bytes
+//!   on a queue of its own; two pairs run at once, each bound to a cpu of
+//!   its own, beside one pair alone: the ratio of their throughputs.
+//! - Arena bytes per queued 8-byte message (heap growth over 1000 queued
+//!   messages; the queue's slot is not counted).
+//!
+//! Medians of several rounds. `IPCNS_BENCH_QUICK=1` cuts the iterations a
+//! thousandfold (for the tests; the numbers then mean nothing).
+
+use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
+use super::sys::{KernelMsgBuf, SharedPage, allowed_cpus, fork, set_cpus};
+use anyhow::{Context, bail, ensure};
+use ipcns::abi::{IPC_CREAT, IPC_RMID};
+use ipcns::msg::MsgArg;
+use ipcns::{CreateOptions, Cred, Namespace};
+use ipcns_oracle::sysv::SysV;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// The hidden subcommand that measures the kernel in a new IPC namespace.
+pub const KERNEL_CHILD: &str = "__msg-kernel-child";
+
+const ROUNDS: usize = 7;
+const SIZES: [usize; 4] = [8, 64, 1024, 8192];
+const PAIRS: u64 = 200_000;
+const ROUND_TRIPS: u64 = 50_000;
+const QUEUED: u64 = 1000;
+
+/// Iteration counts: the real ones, or a thousandth with
+/// `IPCNS_BENCH_QUICK=1`.
+#[derive(Clone, Copy)]
+struct Sizes {
+    pairs: u64,
+    round_trips: u64,
+}
+
+impl Sizes {
+    fn from_env() -> Sizes {
+        let quick = std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1");
+        let div = if quick { 1000 } else { 1 };
+        Sizes {
+            pairs: PAIRS / div,
+            round_trips: ROUND_TRIPS / div,
+        }
+    }
+}
+
+/// Message queues as one side sees them: ipcns or the kernel.
+trait Queues {
+    fn create(&mut self) -> anyhow::Result<i32>;
+    fn remove(&mut self, id: i32);
+    fn send(&mut self, id: i32, mtype: i64, len: usize) -> anyhow::Result<()>;
+    fn receive(&mut self, id: i32, cap: usize, msgtyp: i64) -> anyhow::Result<usize>;
+    /// The same side for a forked child (its own credentials).
+    fn in_child(&self) -> anyhow::Result<Self>
+    where
+        Self: Sized;
+}
+
+struct Ipcns<'a> {
+    ns: &'a Namespace,
+    cred: Cred,
+    text: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Ipcns<'a> {
+    fn new(ns: &'a Namespace) -> anyhow::Result<Ipcns<'a>> {
+        Ok(Ipcns {
+            ns,
+            cred: (*ns.cred()?).clone(),
+            text: vec![0x5a; 8192],
+            buf: vec![0; 8192],
+        })
+    }
+}
+
+impl Queues for Ipcns<'_> {
+    fn create(&mut self) -> anyhow::Result<i32> {
+        Ok(self.ns.msgget(&self.cred, 0, IPC_CREAT | 0o600)?)
+    }
+    fn remove(&mut self, id: i32) {
+        let _ = self.ns.msgctl(&self.cred, id, IPC_RMID, MsgArg::None);
+    }
+    #[inline]
+    fn send(&mut self, id: i32, mtype: i64, len: usize) -> anyhow::Result<()> {
+        self.ns
+            .msgsnd(&self.cred, id, mtype, &self.text[..len], 0)?;
+        Ok(())
+    }
+    #[inline]
+    fn receive(&mut self, id: i32, cap: usize, msgtyp: i64) -> anyhow::Result<usize> {
+        Ok(self
+            .ns
+            .msgrcv(&self.cred, id, &mut self.buf[..cap], msgtyp, 0)?
+            .1)
+    }
+    fn in_child(&self) -> anyhow::Result<Self> {
+        Ipcns::new(self.ns)
+    }
+}
+
+struct Kernel {
+    buf: KernelMsgBuf,
+}
+
+impl Queues for Kernel {
+    fn create(&mut self) -> anyhow::Result<i32> {
+        Ok(ipcns_oracle::kernel::Host.msgget(0, IPC_CREAT | 0o600)?)
+    }
+    fn remove(&mut self, id: i32) {
+        let _ = ipcns_oracle::kernel::Host.msgctl(id, IPC_RMID, MsgArg::None);
+    }
+    #[inline]
+    fn send(&mut self, id: i32, mtype: i64, len: usize) -> anyhow::Result<()> {
+        Ok(self.buf.send(id, mtype, len, 0)?)
+    }
+    #[inline]
+    fn receive(&mut self, id: i32, cap: usize, msgtyp: i64) -> anyhow::Result<usize> {
+        Ok(self.buf.receive(id, cap, msgtyp, 0)?)
+    }
+    fn in_child(&self) -> anyhow::Result<Self> {
+        Ok(Kernel {
+            buf: KernelMsgBuf::new(8192),
+        })
+    }
+}
+
+/// `n` msgsnd+msgrcv pairs of `len` bytes on queue `id`.
+fn pairs<Q: Queues>(q: &mut Q, id: i32, len: usize, n: u64) -> anyhow::Result<()> {
+    for _ in 0..n {
+        q.send(id, 1, len)?;
+        let got = q.receive(id, len, 0)?;
+        ensure!(got == len, "received {got} bytes of {len}");
+    }
+    Ok(())
+}
+
+/// Median ns per pair for each size.
+fn one_process<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<f64>> {
+    let id = q.create()?;
+    let mut out = Vec::new();
+    for len in SIZES {
+        pairs(q, id, len, sizes.pairs / 10 + 1)?;
+        let mut v = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let t = Instant::now();
+            pairs(q, id, len, sizes.pairs)?;
+            v.push(t.elapsed().as_nanos() as f64 / sizes.pairs as f64);
+        }
+        out.push(median(&mut v));
+    }
+    q.remove(id);
+    Ok(out)
+}
+
+/// The cpus two parties run on, if this process may use two.
+fn two_cpus() -> anyhow::Result<(Option<[usize; 2]>, Vec<usize>)> {
+    let allowed = allowed_cpus().context("sched_getaffinity")?;
+    let cpus = (allowed.len() >= 2).then(|| [allowed[0], allowed[1]]);
+    Ok((cpus, allowed))
+}
+
+/// Median ns per round trip between this process and a forked child,
+/// each bound to a cpu of its own.
+fn ping_pong<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<f64> {
+    let (cpus, allowed) = two_cpus()?;
+    let (a, b) = (q.create()?, q.create()?);
+    let n = sizes.round_trips;
+    let total = n * (ROUNDS as u64 + 1);
+    let parent_q: &Q = q;
+    let child = fork(move || {
+        // Made in the child: its own credentials (pid).
+        let Ok(mut q) = parent_q.in_child() else {
+            return false;
+        };
+        if let Some(c) = cpus
+            && set_cpus(&c[1..]).is_err()
+        {
+            return false;
+        }
+        (0..total).all(|_| q.receive(a, 8, 0).is_ok() && q.send(b, 1, 8).is_ok())
+    })
+    .context("fork")?;
+    let Some(child) = child else {
+        bail!("ping-pong: this process has other threads");
+    };
+    if let Some(c) = cpus {
+        set_cpus(&c[..1]).context("sched_setaffinity")?;
+    }
+    let mut v = Vec::with_capacity(ROUNDS);
+    for round in 0..=ROUNDS {
+        let t = Instant::now();
+        for _ in 0..n {
+            q.send(a, 1, 8)?;
+            q.receive(b, 8, 0)?;
+        }
+        // The first round warms up.
+        if round > 0 {
+            v.push(t.elapsed().as_nanos() as f64 / n as f64);
+        }
+    }
+    set_cpus(&allowed).context("sched_setaffinity")?;
+    ensure!(
+        child.wait().context("waitpid")?,
+        "ping-pong: the child failed"
+    );
+    q.remove(a);
+    q.remove(b);
+    Ok(median(&mut v))
+}
+
+/// Throughput in pairs per second: one pair alone, then two at once (this
+/// process and a forked child, each on a cpu and a queue of its own).
+/// Medians of the rounds.
+fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<(f64, f64)> {
+    let (cpus, allowed) = two_cpus()?;
+    let n = sizes.pairs;
+    let (a, b) = (q.create()?, q.create()?);
+    if let Some(c) = cpus {
+        set_cpus(&c[..1]).context("sched_setaffinity")?;
+    }
+    pairs(q, a, 8, n / 10 + 1)?;
+    let mut one = Vec::with_capacity(ROUNDS);
+    let mut two = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        pairs(q, a, 8, n)?;
+        one.push(n as f64 / t.elapsed().as_secs_f64());
+        // Two at once: a barrier, then each records its start and end
+        // (ns after `base`, which the child inherits).
+        let page = SharedPage::new()?;
+        let base = Instant::now();
+        let w = page.words();
+        let parent_q: &Q = q;
+        let child = fork(|| {
+            let Ok(mut q) = parent_q.in_child() else {
+                return false;
+            };
+            if let Some(c) = cpus
+                && set_cpus(&c[1..]).is_err()
+            {
+                return false;
+            }
+            if pairs(&mut q, b, 8, n / 10 + 1).is_err() {
+                return false;
+            }
+            party(w, 1, base, || pairs(&mut q, b, 8, n).is_ok())
+        })
+        .context("fork")?;
+        let Some(child) = child else {
+            bail!("scaling: this process has other threads");
+        };
+        let mine = party(w, 0, base, || pairs(q, a, 8, n).is_ok());
+        ensure!(
+            child.wait().context("waitpid")? && mine,
+            "scaling: a party failed"
+        );
+        let start = w[8]
+            .load(Ordering::Relaxed)
+            .min(w[16].load(Ordering::Relaxed));
+        let end = w[9]
+            .load(Ordering::Relaxed)
+            .max(w[17].load(Ordering::Relaxed));
+        two.push(2.0 * n as f64 / (end.saturating_sub(start).max(1) as f64 / 1e9));
+    }
+    set_cpus(&allowed).context("sched_setaffinity")?;
+    q.remove(a);
+    q.remove(b);
+    Ok((median(&mut one), median(&mut two)))
+}
+
+/// One party of the scaling round: waits for the other, runs `f`, records
+/// its start and end in words `8 + 8 * who` and `9 + 8 * who`.
+fn party(
+    w: &[std::sync::atomic::AtomicU64; 512],
+    who: usize,
+    base: Instant,
+    f: impl FnOnce() -> bool,
+) -> bool {
+    // AcqRel/Acquire: only a barrier.
+    w[0].fetch_add(1, Ordering::AcqRel);
+    while w[0].load(Ordering::Acquire) < 2 {
+        std::hint::spin_loop();
+    }
+    let start = base.elapsed().as_nanos() as u64;
+    let ok = f();
+    let end = base.elapsed().as_nanos() as u64;
+    // Relaxed: read after the child's exit or by this process.
+    w[8 + 8 * who].store(start, Ordering::Relaxed);
+    w[9 + 8 * who].store(end, Ordering::Relaxed);
+    ok
+}
+
+/// Everything measured on one side.
+struct Side {
+    pairs: Vec<f64>,
+    ping_pong: f64,
+    one: f64,
+    two: f64,
+}
+
+fn measure<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Side> {
+    let pairs = one_process(q, sizes)?;
+    let ping_pong = ping_pong(q, sizes)?;
+    let (one, two) = scaling(q, sizes)?;
+    Ok(Side {
+        pairs,
+        ping_pong,
+        one,
+        two,
+    })
+}
+
+/// The child half: enter a fresh IPC namespace, measure the kernel, print
+/// the numbers on one line.
+pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
+    ensure!(args.is_empty(), "usage: ipcns bench {KERNEL_CHILD}");
+    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    let mut k = Kernel {
+        buf: KernelMsgBuf::new(8192),
+    };
+    let s = measure(&mut k, Sizes::from_env())?;
+    let mut nums: Vec<String> = s.pairs.iter().map(f64::to_string).collect();
+    nums.extend([s.ping_pong, s.one, s.two].map(|x| x.to_string()));
+    println!("{}", nums.join(" "));
+    Ok(())
+}
+
+fn kernel_side() -> anyhow::Result<Side> {
+    let out = Command::new(std::env::current_exe()?)
+        .args(["bench", KERNEL_CHILD])
+        .stderr(Stdio::piped())
+        .output()?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let [p8, p64, p1k, p8k, pp, one, two] = v[..] else {
+        bail!("kernel child said {text:?}");
+    };
+    Ok(Side {
+        pairs: vec![p8, p64, p1k, p8k],
+        ping_pong: pp,
+        one,
+        two,
+    })
+}
+
+/// A throwaway namespace where namespaces live (tmpfs), as a user's would.
+struct TempNs {
+    ns: Namespace,
+    path: std::path::PathBuf,
+}
+
+impl TempNs {
+    fn new() -> anyhow::Result<TempNs> {
+        let path = ipcns::namespace::dir()?.join(format!(
+            "ipcns-bench-msg-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_nanos()
+        ));
+        let ns = Namespace::create_at(
+            &path,
+            CreateOptions {
+                heap_size: 64 << 20,
+                ..CreateOptions::default()
+            },
+        )?;
+        Ok(TempNs { ns, path })
+    }
+}
+
+impl Drop for TempNs {
+    fn drop(&mut self) {
+        let _ = Namespace::remove_at(&self.path);
+    }
+}
+
+/// Heap bytes per queued 8-byte message.
+fn bytes_per_message() -> anyhow::Result<f64> {
+    let t = TempNs::new()?;
+    let mut q = Ipcns::new(&t.ns)?;
+    let id = q.create()?;
+    let before = t.ns.heap_in_use();
+    for _ in 0..QUEUED {
+        q.send(id, 1, 8)?;
+    }
+    Ok((t.ns.heap_in_use() - before) as f64 / QUEUED as f64)
+}
+
+pub fn run(json: bool) -> anyhow::Result<()> {
+    let sizes = Sizes::from_env();
+    let cpu = cpu_model();
+    let ncpus = allowed_cpus().map_or(0, |c| c.len());
+    let ours = {
+        let t = TempNs::new()?;
+        let mut q = Ipcns::new(&t.ns)?;
+        measure(&mut q, sizes)?
+    };
+    let (kernel, kernel_note) = match kernel_side() {
+        Ok(k) => (Some(k), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+    let bytes = bytes_per_message()?;
+    let mut goals = Vec::new();
+    if let Some(k) = &kernel {
+        for (i, len) in SIZES.iter().enumerate() {
+            let x = ratio(k.pairs[i], ours.pairs[i]);
+            goals.push(goal(
+                &format!("msgsnd+msgrcv of {len} bytes >= 5x faster than the kernel"),
+                x,
+                x >= 5.0,
+            ));
+        }
+        let x = ratio(k.ping_pong, ours.ping_pong);
+        goals.push(goal(
+            "ping-pong round trip >= 3x faster than the kernel",
+            x,
+            x >= 3.0,
+        ));
+    }
+    let scale = ratio(ours.two, ours.one);
+    goals.push(goal(
+        "two pairs on two cpus >= 1.6x the throughput of one pair",
+        scale,
+        scale >= 1.6,
+    ));
+    let text = if json {
+        to_json(
+            &cpu,
+            sizes,
+            &ours,
+            kernel.as_ref(),
+            kernel_note.as_deref(),
+            bytes,
+            &goals,
+        )
+    } else {
+        table(
+            &cpu,
+            ncpus,
+            sizes,
+            &ours,
+            kernel.as_ref(),
+            kernel_note.as_deref(),
+            bytes,
+            &goals,
+        )
+    };
+    crate::print_out(&text)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn table(
+    cpu: &str,
+    ncpus: usize,
+    sizes: Sizes,
+    ours: &Side,
+    kernel: Option<&Side>,
+    note: Option<&str>,
+    bytes: f64,
+    goals: &[Goal],
+) -> String {
+    let mut s = String::new();
+    let mut line = |l: String| {
+        s.push_str(&l);
+        s.push('\n');
+    };
+    line(format!(
+        "ipcns bench msg: msgsnd and msgrcv, ipcns beside the kernel (a fresh IPC namespace), medians of {ROUNDS} rounds"
+    ));
+    line(format!("cpu: {cpu}, {ncpus} cpus usable"));
+    line(String::new());
+    let k = |f: &dyn Fn(&Side) -> f64| kernel.map_or("-".to_string(), |k| format!("{:.0}", f(k)));
+    let r = |f: &dyn Fn(&Side) -> f64| {
+        kernel.map_or("-".to_string(), |k| format!("{:.1}x", ratio(f(k), f(ours))))
+    };
+    line(format!(
+        "{:<44} {:>9} {:>9} {:>9}",
+        "one process: msgsnd+msgrcv, ns per pair", "ipcns", "kernel", "k/ipcns"
+    ));
+    for (i, len) in SIZES.iter().enumerate() {
+        line(format!(
+            "  {:<42} {:>9.0} {:>9} {:>9}",
+            format!("{len} bytes"),
+            ours.pairs[i],
+            k(&|s: &Side| s.pairs[i]),
+            r(&|s: &Side| s.pairs[i])
+        ));
+    }
+    line(format!("  ({} pairs per round)", sizes.pairs));
+    line(format!(
+        "{:<44} {:>9.0} {:>9} {:>9}",
+        "ping-pong, 2 processes, ns per round trip",
+        ours.ping_pong,
+        k(&|s: &Side| s.ping_pong),
+        r(&|s: &Side| s.ping_pong)
+    ));
+    line(format!(
+        "  ({} round trips of 8 bytes each way per round, on two queues, one cpu each)",
+        sizes.round_trips
+    ));
+    line(format!(
+        "{:<44} {:>9} {:>9}",
+        "scaling: pairs per second (8 bytes)", "ipcns", "kernel"
+    ));
+    line(format!(
+        "  {:<42} {:>9.0} {:>9}",
+        "one pair (one process, its own queue)",
+        ours.one,
+        k(&|s: &Side| s.one)
+    ));
+    line(format!(
+        "  {:<42} {:>9.0} {:>9}",
+        "two pairs at once, one cpu each",
+        ours.two,
+        k(&|s: &Side| s.two)
+    ));
+    line(format!(
+        "  {:<42} {:>8.2}x {:>9}",
+        "two / one",
+        ratio(ours.two, ours.one),
+        kernel.map_or("-".to_string(), |k| format!("{:.2}x", ratio(k.two, k.one)))
+    ));
+    line(format!(
+        "arena bytes per queued 8-byte message: {bytes:.1} (a {}-byte header and the text, in the heap's 32-byte class; Linux: a 48-byte struct msg_msg and the text in one kmalloc-64)",
+        ipcns::msg::MESSAGE_HEADER
+    ));
+    if let Some(n) = note {
+        line(format!("kernel columns skipped: {n}"));
+    }
+    line(String::new());
+    for g in goals {
+        line(g.line());
+    }
+    s
+}
+
+fn to_json(
+    cpu: &str,
+    sizes: Sizes,
+    ours: &Side,
+    kernel: Option<&Side>,
+    note: Option<&str>,
+    bytes: f64,
+    goals: &[Goal],
+) -> String {
+    let kn = |f: &dyn Fn(&Side) -> f64| kernel.map_or("null".to_string(), |k| json_num(f(k)));
+    let rows: Vec<String> = SIZES
+        .iter()
+        .enumerate()
+        .map(|(i, len)| {
+            format!(
+                "{{\"bytes\":{len},\"ipcns_ns\":{},\"kernel_ns\":{},\"kernel_over_ipcns\":{}}}",
+                json_num(ours.pairs[i]),
+                kn(&|s: &Side| s.pairs[i]),
+                kn(&|s: &Side| ratio(s.pairs[i], ours.pairs[i]))
+            )
+        })
+        .collect();
+    let goals: Vec<String> = goals.iter().map(Goal::json).collect();
+    let mut s = format!(
+        "{{\"bench\":\"msg\",\"cpu\":{},\"rounds\":{ROUNDS},\"pairs_per_round\":{},\"round_trips_per_round\":{},\
+\"one_process\":[{}],\"ping_pong_ns\":{{\"ipcns\":{},\"kernel\":{},\"kernel_over_ipcns\":{}}},\
+\"scaling_pairs_per_s\":{{\"ipcns_one\":{},\"ipcns_two\":{},\"ipcns_two_over_one\":{},\"kernel_one\":{},\"kernel_two\":{},\"kernel_two_over_one\":{}}},\
+\"bytes_per_queued_8_byte_message\":{},\"goals\":[{}]",
+        json_str(cpu),
+        sizes.pairs,
+        sizes.round_trips,
+        rows.join(","),
+        json_num(ours.ping_pong),
+        kn(&|s: &Side| s.ping_pong),
+        kn(&|s: &Side| ratio(s.ping_pong, ours.ping_pong)),
+        json_num(ours.one),
+        json_num(ours.two),
+        json_num(ratio(ours.two, ours.one)),
+        kn(&|s: &Side| s.one),
+        kn(&|s: &Side| s.two),
+        kn(&|s: &Side| ratio(s.two, s.one)),
+        json_num(bytes),
+        goals.join(",")
+    );
+    if let Some(n) = note {
+        s.push_str(&format!(",\"kernel_skipped\":{}", json_str(n)));
+    }
+    s.push_str("}\n");
+    s
+}

@@ -1,0 +1,713 @@
+//! The inside of a queue: message blocks, the message list, the block
+//! cache, the wait records of blocked callers, and the journal that lets
+//! the next holder of the queue's lock finish what a dead holder started.
+//!
+//! # Protocol
+//! Everything here expects the queue's lock held, and leaves it held.
+//!
+//! A message block is `[next, mtype, size | pid << 32]` then the text
+//! (`MSG_HEADER` bytes of header, 32-byte aligned, as the heap hands out
+//! its smallest class): `pid` is the last process that sent or received it,
+//! which a repair needs to set `lspid` or `lrpid`.
+//!
+//! Wait records ([`Waiter`]) of blocked senders and receivers hang on one
+//! FIFO list, `waiters`, each marked with its kind (`nops`). A waker never
+//! unlinks a record: it writes the outcome (`status`, and for a receiver
+//! handed a message, `ops` = the block) and flips `state` to DONE. The
+//! record stays linked until its own sleeper, holding the lock, unlinks and
+//! frees it ([`collect`]); so a record the journal names is always still
+//! allocated when a repair reads it (the repair runs before anyone else
+//! holds the lock). Records of dead sleepers are unlinked and freed by
+//! whoever meets them and finds the sleeper gone.
+//!
+//! # Crash safety
+//! Every change that takes more than one store is journaled: `journal` =
+//! a block's offset | `OP_*`, written (Release) before the change, cleared
+//! after it; `journal_aux` = the wait record the change concerns. Each
+//! step of a journaled change is idempotent, so [`repair`] (run by the
+//! next holder after a death) simply does the whole change again, then
+//! recounts `cbytes`, `qnum` and `last` from the list. Changes of one store
+//! (a record flipped to DONE, a record appended or unlinked) need none. A
+//! death can leak a heap block in the window between dropping the last
+//! reference to it and freeing it (as the heap itself can), never leave
+//! a block both owned and free, a list half linked or a count wrong.
+//!
+//! Every offset read from the arena is checked before use and every walk
+//! is bounded by the number of blocks the arena could hold; a bad link
+//! cuts the list there (what follows is leaked).
+
+use super::MSG_HEADER;
+use crate::arena::Arena;
+use crate::errno::{Errno, SysResult};
+use crate::heap;
+use crate::lock;
+use crate::object::MsgSlot;
+use crate::registry::{Found, still_valid};
+use crate::time::now;
+use crate::wait::{self, Slept, WAITER_BYTES, Waiter};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// `journal`: the block is being filled for msgsnd; not linked. Repair:
+/// back to the cache or the heap.
+pub(super) const OP_FILL: u64 = 1;
+/// The block is complete: link it at the tail.
+pub(super) const OP_SEND: u64 = 2;
+/// The block is being received: unlink it, then recycle it.
+pub(super) const OP_RECV: u64 = 3;
+/// The block is handed to the receiver whose record is `journal_aux`.
+pub(super) const OP_HANDOVER: u64 = 4;
+/// The sender record `journal_aux` moves to the tail of `waiters`.
+pub(super) const OP_MOVE: u64 = 5;
+const OP_MASK: u64 = 31;
+
+/// Alignment of every message block (the heap's smallest class).
+const BLOCK_ALIGN: u64 = 32;
+
+/// Record kinds (`Waiter::nops`).
+pub(super) const KIND_RECV: u32 = 1;
+pub(super) const KIND_SEND: u32 = 2;
+/// `Waiter::flags`: the receiver's search mode in the low byte, and in bits
+/// 8..16 how often a scan met the record finished but not yet collected.
+const MODE_MASK: u32 = 0xff;
+const SIGHTING: u32 = 1 << 8;
+
+/// How long after queueing a receiver surely still spins (if it lives):
+/// less than `wait::sleep`'s spin (20 µs), which starts after the queueing.
+const SPIN_TRUST_NS: u64 = 15_000;
+
+/// The most blocks (or records) a list can hold: a longer walk is a cycle.
+fn walk_limit(a: &Arena) -> u64 {
+    a.layout().size / BLOCK_ALIGN
+}
+
+/// A message block in the heap, checked: aligned, header and text inside
+/// the heap's handed-out part.
+#[derive(Clone, Copy)]
+pub(super) struct Block<'a> {
+    pub off: u64,
+    w: &'a [AtomicU64],
+}
+
+/// The block at `off`; EUCLEAN when it cannot be one.
+pub(super) fn block(a: &Arena, off: u64) -> SysResult<Block<'_>> {
+    if off == 0 || !off.is_multiple_of(BLOCK_ALIGN) || !a.in_heap(off, MSG_HEADER) {
+        return Err(Errno::EUCLEAN);
+    }
+    let b = Block {
+        off,
+        w: a.view_slice(off, 3)?,
+    };
+    if !a.in_heap(off, MSG_HEADER + b.size().next_multiple_of(8)) {
+        return Err(Errno::EUCLEAN);
+    }
+    Ok(b)
+}
+
+impl<'a> Block<'a> {
+    pub fn next(&self) -> u64 {
+        self.w[0].load(Relaxed)
+    }
+    pub fn set_next(&self, v: u64) {
+        self.w[0].store(v, Relaxed);
+    }
+    pub fn mtype(&self) -> i64 {
+        self.w[1].load(Relaxed) as i64
+    }
+    pub fn set_mtype(&self, t: i64) {
+        self.w[1].store(t as u64, Relaxed);
+    }
+    /// Text bytes.
+    pub fn size(&self) -> u64 {
+        self.w[2].load(Relaxed) & 0xffff_ffff
+    }
+    /// The last sender or receiver.
+    pub fn pid(&self) -> i32 {
+        (self.w[2].load(Relaxed) >> 32) as i32
+    }
+    /// Size and pid in one store.
+    pub fn set_size_pid(&self, size: u64, pid: i32) {
+        self.w[2]
+            .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);
+    }
+    /// The bytes the heap handed out for it.
+    fn alloc_size(&self) -> u64 {
+        MSG_HEADER + self.size()
+    }
+    /// The text as words (the last one padded), inside the heap (checked
+    /// by [`block`] for the block's size).
+    fn text(&self, a: &'a Arena) -> SysResult<&'a [AtomicU64]> {
+        a.view_slice(self.off + MSG_HEADER, self.size().div_ceil(8) as usize)
+    }
+
+    /// Writes the text (the block's size must be `text.len()`). Word by
+    /// word, as relaxed atomics (the arena's rule: any other process may
+    /// write these bytes), four at a time so that they pipeline.
+    pub fn write_text(&self, a: &'a Arena, text: &[u8]) -> SysResult<()> {
+        let words = self.text(a)?;
+        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+        let mut quads = text.chunks_exact(32);
+        let mut ws = words.chunks_exact(4);
+        for (w, c) in (&mut ws).zip(&mut quads) {
+            w[0].store(word(&c[0..8]), Relaxed);
+            w[1].store(word(&c[8..16]), Relaxed);
+            w[2].store(word(&c[16..24]), Relaxed);
+            w[3].store(word(&c[24..32]), Relaxed);
+        }
+        let done = text.len() - quads.remainder().len();
+        let rest_words = &words[done / 8..];
+        let mut chunks = quads.remainder().chunks_exact(8);
+        for (w, c) in rest_words.iter().zip(&mut chunks) {
+            w.store(word(c), Relaxed);
+        }
+        let rest = chunks.remainder();
+        if let (false, Some(w)) = (rest.is_empty(), words.last()) {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            w.store(u64::from_ne_bytes(last), Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Copies the first `out.len()` bytes of the text (at most its size)
+    /// into `out`; returns how many. Word by word, as `write_text`.
+    pub fn read_text(&self, a: &'a Arena, out: &mut [u8]) -> SysResult<usize> {
+        let n = out.len().min(self.size() as usize);
+        let words = self.text(a)?;
+        let mut quads = out[..n].chunks_exact_mut(32);
+        let mut ws = words.chunks_exact(4);
+        for (w, c) in (&mut ws).zip(&mut quads) {
+            let v = [
+                w[0].load(Relaxed),
+                w[1].load(Relaxed),
+                w[2].load(Relaxed),
+                w[3].load(Relaxed),
+            ];
+            for (d, x) in c.chunks_exact_mut(8).zip(v) {
+                d.copy_from_slice(&x.to_ne_bytes());
+            }
+        }
+        let rem = quads.into_remainder();
+        let done = n - rem.len();
+        let rest_words = &words[done / 8..];
+        let mut chunks = rem.chunks_exact_mut(8);
+        for (w, c) in rest_words.iter().zip(&mut chunks) {
+            c.copy_from_slice(&w.load(Relaxed).to_ne_bytes());
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let w = words.get(n / 8).ok_or(Errno::EUCLEAN)?;
+            let len = rest.len();
+            rest.copy_from_slice(&w.load(Relaxed).to_ne_bytes()[..len]);
+        }
+        Ok(n)
+    }
+}
+
+/// A block for a message of `size` bytes, named by the journal (OP_FILL),
+/// its size and sender written: the cached block if the heap would hand
+/// out the same class for this size, else a new one.
+pub(super) fn take_block<'a>(
+    a: &'a Arena,
+    s: &MsgSlot,
+    size: u64,
+    pid: i32,
+) -> SysResult<Block<'a>> {
+    let need = heap::footprint(MSG_HEADER + size);
+    let c = s.cache.load(Relaxed);
+    if c != 0 {
+        match block(a, c) {
+            Ok(b) if heap::footprint(b.alloc_size()) == need => {
+                // Release: a repair that sees the journal sees the block.
+                s.journal.store(c | OP_FILL, Release);
+                s.cache.store(0, Relaxed);
+                b.set_size_pid(size, pid);
+                return block(a, c);
+            }
+            Ok(_) => {}
+            // Not a block: forget it (leaked).
+            Err(_) => s.cache.store(0, Relaxed),
+        }
+    }
+    let off = heap::alloc(a, MSG_HEADER + size)?;
+    // The size first: a repair frees the block by it.
+    a.view::<AtomicU64>(off + 16)?
+        .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);
+    s.journal.store(off | OP_FILL, Release);
+    block(a, off)
+}
+
+/// Puts back the block the journal names (OP_FILL or OP_RECV, unlinked):
+/// into the cache if it is empty, else to the heap; clears the journal.
+/// Idempotent: a block already cached stays.
+pub(super) fn recycle(a: &Arena, s: &MsgSlot, b: u64) {
+    let c = s.cache.load(Relaxed);
+    if c == b {
+        s.journal.store(0, Release);
+        return;
+    }
+    if c == 0 {
+        s.cache.store(b, Relaxed);
+        s.journal.store(0, Release);
+        return;
+    }
+    // The journal first: a death between the two leaks the block instead
+    // of freeing it twice.
+    s.journal.store(0, Release);
+    if let Ok(blk) = block(a, b) {
+        let _ = heap::free(a, b, blk.alloc_size());
+    }
+}
+
+/// Disposes of a block nothing refers to any more (no journal entry).
+pub(super) fn discard(a: &Arena, s: Option<&MsgSlot>, b: u64) {
+    let Ok(blk) = block(a, b) else {
+        return;
+    };
+    match s {
+        Some(s) if s.cache.load(Relaxed) == 0 => s.cache.store(b, Relaxed),
+        _ => {
+            let _ = heap::free(a, b, blk.alloc_size());
+        }
+    }
+}
+
+/// Links `b` at the tail of the message list. Idempotent.
+pub(super) fn link_tail(a: &Arena, s: &MsgSlot, b: u64) -> SysResult<()> {
+    let last = s.last.load(Relaxed);
+    if last == b {
+        return Ok(());
+    }
+    if last == 0 {
+        s.first.store(b, Relaxed);
+    } else {
+        block(a, last)?.set_next(b);
+    }
+    s.last.store(b, Relaxed);
+    Ok(())
+}
+
+/// Unlinks `b`, whose predecessor is `prev` (0: `b` is first).
+pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> SysResult<()> {
+    let next = b.next();
+    if prev == 0 {
+        s.first.store(next, Relaxed);
+    } else {
+        block(a, prev)?.set_next(next);
+    }
+    if s.last.load(Relaxed) == b.off {
+        s.last.store(prev, Relaxed);
+    }
+    Ok(())
+}
+
+/// Takes `b` off the list wherever it is (a repair). Idempotent.
+fn ensure_unlinked(a: &Arena, s: &MsgSlot, b: u64) {
+    let mut prev = 0u64;
+    let mut cur = s.first.load(Relaxed);
+    for _ in 0..walk_limit(a) {
+        if cur == 0 {
+            return;
+        }
+        let Ok(c) = block(a, cur) else {
+            return; // the recount cuts it
+        };
+        if cur == b {
+            let _ = unlink_at(a, s, prev, &c);
+            return;
+        }
+        prev = cur;
+        cur = c.next();
+    }
+}
+
+/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it at the
+/// first link that is not a block (or where a cycle begins).
+pub(super) fn recount(a: &Arena, s: &MsgSlot) {
+    let (mut n, mut bytes, mut prev) = (0u64, 0u64, 0u64);
+    let mut cur = s.first.load(Relaxed);
+    let limit = walk_limit(a);
+    while cur != 0 {
+        match block(a, cur) {
+            Ok(c) if n < limit => {
+                n += 1;
+                bytes = bytes.saturating_add(c.size());
+                prev = cur;
+                cur = c.next();
+            }
+            _ => {
+                match block(a, prev) {
+                    Ok(p) => p.set_next(0),
+                    Err(_) => s.first.store(0, Relaxed),
+                }
+                break;
+            }
+        }
+    }
+    s.last.store(prev, Relaxed);
+    s.cbytes.store(bytes, Relaxed);
+    s.qnum.store(n, Relaxed);
+}
+
+/// `msg_fits_inqueue`: "msgsz + msq->q_cbytes <= msq->q_qbytes && 1 +
+/// msq->q_qnum <= msq->q_qbytes".
+pub(super) fn fits(s: &MsgSlot, size: u64) -> bool {
+    let qb = s.qbytes.load(Relaxed);
+    size.saturating_add(s.cbytes.load(Relaxed)) <= qb && s.qnum.load(Relaxed).saturating_add(1) <= qb
+}
+
+/// What a repair does: the journaled change again, from the start, then
+/// the counts from the list. Leaves the journal clear.
+pub(super) fn repair(a: &Arena, s: &MsgSlot) {
+    let j = s.journal.load(Acquire);
+    let aux = s.journal_aux.load(Relaxed);
+    let b = j & !OP_MASK;
+    match j & OP_MASK {
+        OP_FILL => recycle(a, s, b),
+        OP_SEND => {
+            if let Ok(blk) = block(a, b)
+                && link_tail(a, s, b).is_ok()
+            {
+                s.lspid.store(blk.pid(), Relaxed);
+                s.stime.store(now(), Relaxed);
+            }
+        }
+        OP_RECV => {
+            ensure_unlinked(a, s, b);
+            if let Ok(blk) = block(a, b) {
+                s.lrpid.store(blk.pid(), Relaxed);
+                s.rtime.store(now(), Relaxed);
+            }
+            recycle(a, s, b);
+        }
+        OP_HANDOVER => {
+            if let (Ok(blk), Ok(w)) = (block(a, b), wait::at(a, aux)) {
+                hand_over(s, &blk, aux, w);
+            }
+        }
+        OP_MOVE if wait::at(a, aux).is_ok() && !on_list(a, s, aux) => {
+            let _ = wait::append(a, &s.waiters, aux);
+        }
+        _ => {}
+    }
+    s.journal.store(0, Release);
+    s.journal_aux.store(0, Relaxed);
+    recount(a, s);
+}
+
+// ---- wait records ----------------------------------------------------
+
+/// What a blocked caller waits for.
+pub(super) struct Wants {
+    pub kind: u32,
+    /// Receiver: the largest message it takes (`r_maxsize`); sender: its
+    /// message's size.
+    pub size: u32,
+    pub mode: u32,
+    pub msgtyp: i64,
+}
+
+/// The receiver's search mode and type (`r_mode`, `r_msgtype`).
+pub(super) fn wanted(w: &Waiter) -> (u32, i64) {
+    (
+        w.flags.load(Relaxed) & MODE_MASK,
+        w.spare[0].load(Relaxed) as i64,
+    )
+}
+
+/// Queues a record for the caller at the tail of `waiters`; its offset.
+/// The record names the calling thread and its real process (not the
+/// caller's `Cred::pid`, which a caller may have made for another
+/// process): wakers judge by them whether the sleeper lives.
+pub(super) fn enqueue(a: &Arena, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
+    let off = heap::alloc(a, WAITER_BYTES)?;
+    let w = wait::at(a, off)?;
+    w.state.store(wait::QUEUED, Relaxed);
+    w.status.store(0, Relaxed);
+    w.who.store(lock::my_identity(), Relaxed);
+    w.pid.store(std::process::id() as i32, Relaxed);
+    w.nops.store(wants.kind, Relaxed);
+    w.ops.store(0, Relaxed);
+    w.blocking.store(wants.size, Relaxed);
+    w.flags.store(wants.mode & MODE_MASK, Relaxed);
+    w.spare[0].store(wants.msgtyp as u64, Relaxed);
+    w.spare[1].store(lock::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
+    if let Err(e) = wait::append(a, &s.waiters, off) {
+        let _ = heap::free(a, off, WAITER_BYTES);
+        return Err(e);
+    }
+    Ok(off)
+}
+
+/// Ends a record's wait with `status` and wakes its sleeper. The record
+/// stays linked; its sleeper collects it.
+pub(super) fn finish(w: &Waiter, status: i32) {
+    w.status.store(status, Relaxed);
+    // Release: the sleeper's Acquire load of DONE sees status and ops.
+    if w.state.swap(wait::DONE, Release) == wait::SLEEPING {
+        lock::futex_wake_all(&w.state);
+    }
+}
+
+/// Whether the receiver of a record still lives. One that queued itself a
+/// moment ago and still spins is taken as alive without asking the system
+/// (a receiver killed within those microseconds can take a message with
+/// it, as one killed just after msgrcv returned would).
+pub(super) fn receiver_alive(w: &Waiter) -> bool {
+    (w.state.load(Relaxed) == wait::QUEUED && lock::monotonic_ns() < w.spare[1].load(Relaxed))
+        || wait::sleeper_alive(w)
+}
+
+/// For a finished record a scan meets again and again: whether its
+/// sleeper died before collecting it (asked at the 2nd, 4th, 8th...
+/// sighting, so that a slow live sleeper costs few checks).
+pub(super) fn uncollected_and_dead(w: &Waiter) -> bool {
+    let f = w.flags.load(Relaxed);
+    let seen = ((f >> 8) & 0xff) + 1;
+    if seen <= 0xff {
+        w.flags.store(f + SIGHTING, Relaxed);
+    }
+    seen >= 2 && seen.is_power_of_two() && !wait::sleeper_alive(w)
+}
+
+/// Unlinks and frees the record `off` (predecessor `prev`, 0 = head) of a
+/// sleeper found dead, with the block it was handed.
+pub(super) fn drop_record(a: &Arena, s: &MsgSlot, prev: u64, off: u64) -> SysResult<()> {
+    let w = wait::at(a, off)?;
+    let next = w.next.load(Relaxed);
+    if prev == 0 {
+        s.waiters.store(next, Relaxed);
+    } else {
+        wait::at(a, prev)?.next.store(next, Relaxed);
+    }
+    let b = w.ops.swap(0, Relaxed);
+    if b != 0 {
+        discard(a, Some(s), b);
+    }
+    let _ = heap::free(a, off, WAITER_BYTES);
+    Ok(())
+}
+
+/// The walk of `waiters`: `f(prev, off, record)` returns what to do next.
+pub(super) enum Step {
+    /// Go on with the next record.
+    Next,
+    /// The record was unlinked (its predecessor stays the same).
+    Gone,
+    /// End the walk.
+    Stop,
+}
+
+/// Visits the records in order. A link that is not a record cuts the list
+/// there; the walk is bounded.
+pub(super) fn walk(
+    a: &Arena,
+    s: &MsgSlot,
+    mut f: impl FnMut(u64, u64, &Waiter) -> SysResult<Step>,
+) -> SysResult<()> {
+    let mut prev = 0u64;
+    let mut cur = s.waiters.load(Relaxed);
+    for _ in 0..walk_limit(a) {
+        if cur == 0 {
+            return Ok(());
+        }
+        let Ok(w) = wait::at(a, cur) else {
+            match wait::at(a, prev) {
+                Ok(p) => p.next.store(0, Relaxed),
+                Err(_) => s.waiters.store(0, Relaxed),
+            }
+            return Ok(());
+        };
+        let next = w.next.load(Relaxed);
+        match f(prev, cur, w)? {
+            Step::Next => prev = cur,
+            Step::Gone => {}
+            Step::Stop => return Ok(()),
+        }
+        cur = next;
+    }
+    Ok(())
+}
+
+fn on_list(a: &Arena, s: &MsgSlot, off: u64) -> bool {
+    let mut found = false;
+    let _ = walk(a, s, |_, cur, _| {
+        found = cur == off;
+        Ok(if found { Step::Stop } else { Step::Next })
+    });
+    found
+}
+
+/// Hands block `b` to the receiver record `r` (`pipelined_send`): its
+/// pids and times, then the record finished with the block. Idempotent
+/// (a repair's): a record already DONE keeps what it has.
+pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
+    let t = now();
+    s.lspid.store(b.pid(), Relaxed);
+    s.stime.store(t, Relaxed);
+    // "ipc_update_pid(&msq->q_lrpid, task_pid(msr->r_tsk))": the
+    // receiving thread's id.
+    s.lrpid
+        .store((w.who.load(Relaxed) & lock::TID_MASK) as i32, Relaxed);
+    s.rtime.store(t, Relaxed);
+    if w.state.load(Acquire) != wait::DONE {
+        w.ops.store(b.off, Relaxed);
+        finish(w, 0);
+    }
+}
+
+/// `ss_wakeup(msq, &wake_q, false)`: wakes the blocked senders whose
+/// message now fits (they retry); the others go to the tail, in order, and
+/// the walk stops when it meets the first of them again.
+pub(super) fn wake_senders(a: &Arena, s: &MsgSlot) -> SysResult<()> {
+    let mut stop = 0u64;
+    walk(a, s, |prev, cur, w| {
+        if w.nops.load(Relaxed) != KIND_SEND {
+            return Ok(Step::Next);
+        }
+        if w.state.load(Acquire) == wait::DONE {
+            if uncollected_and_dead(w) {
+                drop_record(a, s, prev, cur)?;
+                return Ok(Step::Gone);
+            }
+            return Ok(Step::Next);
+        }
+        if cur == stop {
+            return Ok(Step::Stop);
+        }
+        if fits(s, u64::from(w.blocking.load(Relaxed))) {
+            finish(w, 0);
+            return Ok(Step::Next);
+        }
+        if stop == 0 {
+            stop = cur;
+        }
+        if w.next.load(Relaxed) == 0 {
+            return Ok(Step::Stop); // already the tail
+        }
+        move_to_tail(a, s, prev, cur)?;
+        Ok(Step::Gone)
+    })
+}
+
+/// `list_move_tail`, journaled (two links change).
+fn move_to_tail(a: &Arena, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
+    s.journal_aux.store(r, Relaxed);
+    s.journal.store(OP_MOVE, Release);
+    let next = wait::at(a, r)?.next.load(Relaxed);
+    if prev == 0 {
+        s.waiters.store(next, Relaxed);
+    } else {
+        wait::at(a, prev)?.next.store(next, Relaxed);
+    }
+    wait::append(a, &s.waiters, r)?;
+    s.journal.store(0, Release);
+    s.journal_aux.store(0, Relaxed);
+    Ok(())
+}
+
+/// Ends the wait of every record of `kind` (0: all) still waiting with
+/// `status`: `expunge_all` (receivers: EAGAIN after IPC_SET, EIDRM at
+/// removal) and `ss_wakeup(kill)`.
+pub(super) fn wake_all(a: &Arena, s: &MsgSlot, kind: u32, status: i32) {
+    let _ = walk(a, s, |_, _, w| {
+        if (kind == 0 || w.nops.load(Relaxed) == kind) && w.state.load(Acquire) != wait::DONE {
+            finish(w, status);
+        }
+        Ok(Step::Next)
+    });
+}
+
+/// A sleeper's end of its wait, lock held: unlinks its record (if it is
+/// still on this slot's list) and frees it. Returns whether the record was
+/// finished, its status, and the block it was handed (now the caller's).
+pub(super) fn collect(a: &Arena, s: &MsgSlot, off: u64) -> SysResult<(bool, i32, u64)> {
+    let w = wait::at(a, off)?;
+    // Acquire: pairs with the Release in `finish`.
+    let done = w.state.load(Acquire) == wait::DONE;
+    let status = w.status.load(Relaxed);
+    let b = w.ops.swap(0, Relaxed);
+    wait::unlink(a, &s.waiters, off)?;
+    let _ = heap::free(a, off, WAITER_BYTES);
+    Ok((done, status, b))
+}
+
+/// How a sleep on a queue ended.
+pub(super) enum Woke {
+    /// A waker finished the record.
+    Done,
+    /// A signal handler ran first.
+    Interrupted,
+    /// The queue was removed and nobody finished the record (its remover
+    /// died midway).
+    Removed,
+}
+
+/// Sleeps on our record (no lock held) until a waker finishes it, a signal
+/// handler runs, or, looking once a second, the queue is found removed.
+pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter) -> Woke {
+    loop {
+        match wait::sleep(w, Some(wait::now_ns() + 1_000_000_000), &mut || {}) {
+            Slept::Done(_) => return Woke::Done,
+            Slept::Interrupted => return Woke::Interrupted,
+            Slept::TimedOut => {
+                if still_valid(f).is_err() {
+                    return Woke::Removed;
+                }
+            }
+        }
+    }
+}
+
+/// What is inconsistent in a queue (lock held), for `Namespace::check`.
+pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.journal.load(Relaxed) != 0 {
+        out.push("msg journal left open".to_string());
+    }
+    let (mut n, mut bytes, mut tail) = (0u64, 0u64, 0u64);
+    let mut cur = s.first.load(Relaxed);
+    while cur != 0 {
+        let Ok(c) = block(a, cur) else {
+            out.push(format!("message list links to {cur:#x}, no block"));
+            break;
+        };
+        n += 1;
+        if n > walk_limit(a) {
+            out.push("message list loops".to_string());
+            break;
+        }
+        bytes += c.size();
+        tail = cur;
+        cur = c.next();
+    }
+    let facts = [
+        ("qnum", s.qnum.load(Relaxed), n),
+        ("cbytes", s.cbytes.load(Relaxed), bytes),
+        ("last", s.last.load(Relaxed), tail),
+    ];
+    for (what, have, want) in facts {
+        if have != want {
+            out.push(format!("{what} is {have:#x}, the list says {want:#x}"));
+        }
+    }
+    let c = s.cache.load(Relaxed);
+    if c != 0 && block(a, c).is_err() {
+        out.push(format!("cache holds {c:#x}, no block"));
+    }
+    let mut records = 0u64;
+    let mut cur = s.waiters.load(Relaxed);
+    while cur != 0 {
+        let Ok(w) = wait::at(a, cur) else {
+            out.push(format!("waiter list links to {cur:#x}, no record"));
+            break;
+        };
+        records += 1;
+        if records > walk_limit(a) {
+            out.push("waiter list loops".to_string());
+            break;
+        }
+        cur = w.next.load(Relaxed);
+    }
+    out
+}

@@ -1,0 +1,257 @@
+//! `msgrcv` (ipc/msg.c `do_msgrcv`, `convert_mode`, `testmsg`,
+//! `find_msg`, `do_msg_fill`; MSG_COPY's `prepare_copy`, `copy_msg`).
+//!
+//! # Protocol
+//! Checks that need no lock (msqid, MSG_COPY's flags), the lookup without
+//! the registry lock, then in a loop: `ipcperms(S_IRUGO)`, lock the queue,
+//! check it is the queue looked up (EIDRM), search. Found: E2BIG if too
+//! long without MSG_NOERROR; MSG_COPY copies it and leaves it; otherwise
+//! it is copied out and taken off the queue (journaled), and blocked
+//! senders that now fit are woken. Not found: ENOMSG with IPC_NOWAIT, else
+//! a receiver record (type, mode, largest size) is queued and the caller
+//! sleeps with no lock held until a sender hands it a message (the
+//! record carries the block; the receiver copies it out and recycles it),
+//! wakes it with E2BIG, IPC_SET makes it try again, the queue is removed
+//! (EIDRM) or a signal handler runs (EINTR).
+//!
+//! The message reaches the caller's memory in one place, [`deliver`].
+//!
+//! Lock state: takes and releases the queue's lock (and the heap lock
+//! inside it); nothing held on entry or exit.
+
+use super::MsgKind;
+use super::queue::{self, Block, KIND_RECV, Wants, Woke};
+use crate::abi;
+use crate::arena::Arena;
+use crate::creds::Cred;
+use crate::errno::{Errno, SysResult};
+use crate::namespace::Namespace;
+use crate::object::MsgSlot;
+use crate::perm::{self, S_IRUGO};
+use crate::registry::{lock_object, obtain, still_valid};
+use crate::time::now;
+use crate::wait;
+use core::sync::atomic::Ordering::{Relaxed, Release};
+
+/// Search modes (`SEARCH_*` of ipc/msg.c).
+const SEARCH_ANY: u32 = 1;
+const SEARCH_EQUAL: u32 = 2;
+const SEARCH_NOTEQUAL: u32 = 3;
+const SEARCH_LESSEQUAL: u32 = 4;
+const SEARCH_NUMBER: u32 = 5;
+
+/// `convert_mode`: the search mode, and `msgtyp` as the search uses it.
+fn convert_mode(msgtyp: i64, msgflg: i32) -> (u32, i64) {
+    if msgflg & abi::MSG_COPY != 0 {
+        return (SEARCH_NUMBER, msgtyp);
+    }
+    if msgtyp == 0 {
+        return (SEARCH_ANY, msgtyp);
+    }
+    if msgtyp < 0 {
+        // "if (*msgtyp == LONG_MIN) /* -LONG_MIN is undefined */ *msgtyp = LONG_MAX;"
+        return (SEARCH_LESSEQUAL, msgtyp.checked_neg().unwrap_or(i64::MAX));
+    }
+    if msgflg & abi::MSG_EXCEPT != 0 {
+        return (SEARCH_NOTEQUAL, msgtyp);
+    }
+    (SEARCH_EQUAL, msgtyp)
+}
+
+/// `testmsg`: whether a message of type `mtype` suits a search.
+pub(super) fn testmsg(mtype: i64, msgtyp: i64, mode: u32) -> bool {
+    match mode {
+        SEARCH_ANY | SEARCH_NUMBER => true,
+        SEARCH_LESSEQUAL => mtype <= msgtyp,
+        SEARCH_EQUAL => mtype == msgtyp,
+        SEARCH_NOTEQUAL => mtype != msgtyp,
+        _ => false,
+    }
+}
+
+/// `find_msg`: the message a search takes, with its predecessor (0 when
+/// it is first). SEARCH_LESSEQUAL takes the first of the lowest type;
+/// SEARCH_NUMBER the one at position `msgtyp`. Queue lock held.
+fn find_msg<'a>(
+    a: &'a Arena,
+    s: &MsgSlot,
+    msgtyp: i64,
+    mode: u32,
+) -> SysResult<Option<(u64, Block<'a>)>> {
+    let mut msgtyp = msgtyp;
+    let mut found = None;
+    let mut count = 0i64;
+    let (mut prev, mut cur) = (0u64, s.first.load(Relaxed));
+    // Bounded: no more messages than the heap holds blocks.
+    for _ in 0..a.layout().size / 32 {
+        if cur == 0 {
+            return Ok(found);
+        }
+        let b = queue::block(a, cur)?;
+        if testmsg(b.mtype(), msgtyp, mode) {
+            if mode == SEARCH_LESSEQUAL && b.mtype() != 1 {
+                msgtyp = b.mtype() - 1;
+                found = Some((prev, b));
+            } else if mode == SEARCH_NUMBER {
+                if msgtyp == count {
+                    return Ok(Some((prev, b)));
+                }
+            } else {
+                return Ok(Some((prev, b)));
+            }
+            count += 1;
+        }
+        prev = cur;
+        cur = b.next();
+    }
+    Err(Errno::EUCLEAN)
+}
+
+/// `do_msg_fill`: the one copy of a message out of the arena into the
+/// caller's memory: `min(buf.len(), size)` bytes. Returns the type and the
+/// bytes copied.
+fn deliver(a: &Arena, b: &Block<'_>, buf: &mut [u8]) -> SysResult<(i64, usize)> {
+    let n = b.read_text(a, buf)?;
+    Ok((b.mtype(), n))
+}
+
+impl Namespace {
+    /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)`, with `buf` as
+    /// `msgp->mtext[..msgsz]`. Returns `msgp->mtype` and the bytes copied.
+    ///
+    /// msgop(2); ipc/msg.c `do_msgrcv`.
+    pub fn msgrcv(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut [u8],
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
+        let a = self.arena();
+        let bufsz = buf.len() as u64;
+        // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
+        if msqid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let copy = msgflg & abi::MSG_COPY != 0;
+        // "if ((msgflg & MSG_EXCEPT) || !(msgflg & IPC_NOWAIT)) return -EINVAL;"
+        if copy && (msgflg & abi::MSG_EXCEPT != 0 || msgflg & abi::IPC_NOWAIT == 0) {
+            return Err(Errno::EINVAL);
+        }
+        let noerror = msgflg & abi::MSG_NOERROR != 0;
+        let (mode, msgtyp) = convert_mode(msgtyp, msgflg);
+        let f = obtain::<MsgKind>(a, msqid)?;
+        let s = f.slot;
+        loop {
+            // "if (ipcperms(ns, &msq->q_perm, S_IRUGO)) goto out_unlock1;" (-EACCES)
+            perm::ipcperms(cred, &s.head, S_IRUGO)?;
+            let g = lock_object::<MsgKind>(a, s)?;
+            // "if (!ipc_valid_object(&msq->q_perm)) { msg = ERR_PTR(-EIDRM); ...}"
+            still_valid(&f)?;
+            let found = match find_msg(a, s, msgtyp, mode) {
+                Ok(x) => x,
+                Err(e) => {
+                    queue::recount(a, s);
+                    return Err(e);
+                }
+            };
+            if let Some((prev, b)) = found {
+                // "if ((bufsz < msg->m_ts) && !(msgflg & MSG_NOERROR))" (-E2BIG)
+                if bufsz < b.size() && !noerror {
+                    return Err(Errno::E2BIG);
+                }
+                if copy {
+                    // prepare_copy(buf, min(bufsz, msg_ctlmax)), then copy_msg:
+                    // "if (src->m_ts > dst->m_ts) return ERR_PTR(-EINVAL);"
+                    let msgmax = a.header().limits.msgmax.load(Relaxed).max(0) as u64;
+                    if b.size() > bufsz.min(msgmax) {
+                        return Err(Errno::EINVAL);
+                    }
+                    return deliver(a, &b, buf);
+                }
+                let got = deliver(a, &b, buf)?;
+                let r = take(a, s, prev, &b, cred.pid);
+                if r.is_err() && s.journal.load(Relaxed) != 0 {
+                    queue::repair(a, s);
+                }
+                r?;
+                // "ss_wakeup(msq, &wake_q, false);"
+                if s.waiters.load(Relaxed) != 0 {
+                    queue::wake_senders(a, s)?;
+                }
+                drop(g);
+                return Ok(got);
+            }
+            // "if (msgflg & IPC_NOWAIT) { msg = ERR_PTR(-ENOMSG); ...}"
+            if msgflg & abi::IPC_NOWAIT != 0 {
+                return Err(Errno::ENOMSG);
+            }
+            // "if (msgflg & MSG_NOERROR) msr_d.r_maxsize = INT_MAX; else
+            // msr_d.r_maxsize = bufsz;"
+            let maxsize = if noerror {
+                i32::MAX as u32
+            } else {
+                bufsz.min(u64::from(u32::MAX)) as u32
+            };
+            let rec = queue::enqueue(
+                a,
+                s,
+                Wants {
+                    kind: KIND_RECV,
+                    size: maxsize,
+                    mode,
+                    msgtyp,
+                },
+            )?;
+            drop(g);
+            let woke = queue::sleep(&f, wait::at(a, rec)?);
+            let g = lock_object::<MsgKind>(a, s)?;
+            let (done, status, handed) = queue::collect(a, s, rec)?;
+            if done {
+                match status {
+                    0 => {
+                        // Handed over by pipelined_send: ours to copy out
+                        // and recycle.
+                        let got = queue::block(a, handed).and_then(|b| deliver(a, &b, buf));
+                        let ours = still_valid(&f).is_ok();
+                        queue::discard(a, ours.then_some(s), handed);
+                        drop(g);
+                        return got;
+                    }
+                    // expunge_all(msq, -EAGAIN): try again.
+                    libc::EAGAIN => {
+                        drop(g);
+                        continue;
+                    }
+                    e => return Err(Errno(e)),
+                }
+            }
+            return Err(match woke {
+                // Removed by a remover that died before waking us.
+                Woke::Removed => Errno::EIDRM,
+                // "if (signal_pending(current)) { msg = ERR_PTR(-ERESTARTNOHAND); ...}"
+                _ => Errno::EINTR,
+            });
+        }
+    }
+}
+
+/// Takes message `b` (predecessor `prev`) off the queue, journaled:
+/// "list_del(&msg->m_list); msq->q_qnum--; msq->q_rtime = ...;
+/// ipc_update_pid(&msq->q_lrpid, ...); msq->q_cbytes -= msg->m_ts;", then
+/// its block goes back to the cache or the heap. Queue lock held.
+fn take(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>, pid: i32) -> SysResult<()> {
+    let (cb, qn) = (s.cbytes.load(Relaxed), s.qnum.load(Relaxed));
+    // The receiver, for a repair's lrpid (the sender's pid is no longer
+    // needed).
+    b.set_size_pid(b.size(), pid);
+    s.journal.store(b.off | queue::OP_RECV, Release);
+    queue::unlink_at(a, s, prev, b)?;
+    s.cbytes.store(cb.saturating_sub(b.size()), Relaxed);
+    s.qnum.store(qn.saturating_sub(1), Relaxed);
+    s.lrpid.store(pid, Relaxed);
+    s.rtime.store(now(), Relaxed);
+    queue::recycle(a, s, b.off);
+    Ok(())
+}
