@@ -182,7 +182,8 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     }
     let first = w.spare[1].load(Relaxed);
     let start = now_ns();
-    if start.saturating_sub(first) < HEARTBEAT_NS {
+    // Only a spinning sleeper beats; one asleep in the kernel does not.
+    if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
         while now_ns().saturating_sub(start) < WATCH_NS {
             if w.spare[1].load(Relaxed) != first {
                 return true;
