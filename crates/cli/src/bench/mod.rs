@@ -77,3 +77,45 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     }?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// A throwaway namespace where namespaces live (the per-user directory on
+/// /dev/shm, tmpfs), as a user's would; removed with its segment files on
+/// drop. Every benchmark measures ipcns in one of these.
+pub struct TempNs {
+    pub ns: ipcns::Namespace,
+    path: std::path::PathBuf,
+}
+
+impl TempNs {
+    /// `ipcns-bench-TAG-PID-NANOS`, with a heap of `heap_size` bytes,
+    /// extend mode if asked.
+    pub fn new(tag: &str, heap_size: u64, extend: bool) -> anyhow::Result<TempNs> {
+        let path = ipcns::namespace::dir()?.join(format!(
+            "ipcns-bench-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_nanos()
+        ));
+        let ns = ipcns::Namespace::create_at(
+            &path,
+            ipcns::CreateOptions {
+                extend,
+                heap_size,
+                ..ipcns::CreateOptions::default()
+            },
+        )?;
+        Ok(TempNs { ns, path })
+    }
+
+    /// The caller's credentials in the namespace.
+    pub fn cred(&self) -> anyhow::Result<ipcns::Cred> {
+        Ok((*self.ns.cred()?).clone())
+    }
+}
+
+impl Drop for TempNs {
+    fn drop(&mut self) {
+        let _ = ipcns::Namespace::remove_at(&self.path);
+    }
+}

@@ -15,12 +15,13 @@
 //! Medians of several rounds. `IPCNS_BENCH_QUICK=1` cuts the iterations a
 //! thousandfold (for the tests; the numbers then mean nothing).
 
+use super::TempNs;
 use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
 use super::sys::{KernelMsgBuf, SharedPage, allowed_cpus, fork, set_cpus};
 use anyhow::{Context, bail, ensure};
 use ipcns::abi::{IPC_CREAT, IPC_RMID};
 use ipcns::msg::MsgArg;
-use ipcns::{CreateOptions, Cred, Namespace};
+use ipcns::{Cred, Namespace};
 use ipcns_oracle::sysv::SysV;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -360,41 +361,9 @@ fn kernel_side() -> anyhow::Result<Side> {
     })
 }
 
-/// A throwaway namespace where namespaces live (tmpfs), as a user's would.
-struct TempNs {
-    ns: Namespace,
-    path: std::path::PathBuf,
-}
-
-impl TempNs {
-    fn new() -> anyhow::Result<TempNs> {
-        let path = ipcns::namespace::dir()?.join(format!(
-            "ipcns-bench-msg-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos()
-        ));
-        let ns = Namespace::create_at(
-            &path,
-            CreateOptions {
-                heap_size: 64 << 20,
-                ..CreateOptions::default()
-            },
-        )?;
-        Ok(TempNs { ns, path })
-    }
-}
-
-impl Drop for TempNs {
-    fn drop(&mut self) {
-        let _ = Namespace::remove_at(&self.path);
-    }
-}
-
 /// Heap bytes per queued 8-byte message.
 fn bytes_per_message() -> anyhow::Result<f64> {
-    let t = TempNs::new()?;
+    let t = TempNs::new("msg", 64 << 20, false)?;
     let mut q = Ipcns::new(&t.ns)?;
     let id = q.create()?;
     let before = t.ns.heap_in_use();
@@ -409,7 +378,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let cpu = cpu_model();
     let ncpus = allowed_cpus().map_or(0, |c| c.len());
     let ours = {
-        let t = TempNs::new()?;
+        let t = TempNs::new("msg", 64 << 20, false)?;
         let mut q = Ipcns::new(&t.ns)?;
         measure(&mut q, sizes)?
     };

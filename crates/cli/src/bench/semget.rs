@@ -6,10 +6,11 @@
 //! arena bytes one semaphore set of one semaphore, and one empty queue,
 //! cost.
 
+use super::TempNs;
 use super::stats::{json_num, median, ratio};
 use anyhow::{Context, bail};
+use ipcns::Namespace;
 use ipcns::abi::IPC_CREAT;
-use ipcns::{CreateOptions, Namespace};
 use ipcns_oracle::sysv::SysV;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -71,41 +72,8 @@ fn kernel_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
     Ok((c, m, l))
 }
 
-/// A throwaway namespace in the temp directory.
-struct TempNs {
-    ns: Namespace,
-    path: std::path::PathBuf,
-}
-
-impl TempNs {
-    fn new() -> anyhow::Result<TempNs> {
-        // Where namespaces live (/dev/shm, tmpfs), as a user's would.
-        let path = ipcns::namespace::dir()?.join(format!(
-            "ipcns-bench-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos()
-        ));
-        let ns = Namespace::create_at(
-            &path,
-            CreateOptions {
-                heap_size: 256 << 20,
-                ..CreateOptions::default()
-            },
-        )?;
-        Ok(TempNs { ns, path })
-    }
-}
-
-impl Drop for TempNs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
 fn ipcns_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
-    let t = TempNs::new()?;
+    let t = TempNs::new("semget", 256 << 20, false)?;
     let cred = (*t.ns.cred()?).clone();
     run_loops(&ipcns_oracle::sysv::NsCaller { ns: &t.ns, cred }, keys)
 }
@@ -118,7 +86,7 @@ fn bytes_per(
 ) -> anyhow::Result<(f64, f64)> {
     let mut out = [0.0; 2];
     for (k, keyed) in [false, true].into_iter().enumerate() {
-        let t = TempNs::new()?;
+        let t = TempNs::new("semget", 256 << 20, false)?;
         let cred = (*t.ns.cred()?).clone();
         let before = t.ns.heap_in_use();
         for i in 0..n as i32 {

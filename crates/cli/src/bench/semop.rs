@@ -45,13 +45,14 @@
 //! `IPCNS_BENCH_QUICK=1` cuts the iterations a thousandfold (for the tests;
 //! the numbers then mean nothing).
 
+use super::TempNs;
 use super::lock::Placement;
 use super::stats::{cpu_model, json_num, json_str, median, ratio, verdict};
 use super::sys::{align_next_loop, fork, semtimedop, set_cpus, setns_ipc};
 use anyhow::{Context, bail, ensure};
 use ipcns::abi::{IPC_CREAT, IPC_RMID, SEM_UNDO, sembuf};
 use ipcns::sem::SemArg;
-use ipcns::{CreateOptions, Cred, Namespace, SysResult};
+use ipcns::{Cred, Namespace, SysResult};
 use ipcns_oracle::kernel::Host;
 use ipcns_oracle::sysv::SysV;
 use std::os::fd::AsFd;
@@ -197,45 +198,6 @@ fn interleave(
         .collect())
 }
 
-/// A throwaway namespace in the temp directory, removed on drop.
-struct TempNs {
-    ns: Namespace,
-    path: std::path::PathBuf,
-}
-
-impl TempNs {
-    fn new(extend: bool) -> anyhow::Result<TempNs> {
-        // Where namespaces live (/dev/shm, tmpfs), as a user's would.
-        let path = ipcns::namespace::dir()?.join(format!(
-            "ipcns-bench-semop-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos()
-        ));
-        let ns = Namespace::create_at(
-            &path,
-            CreateOptions {
-                extend,
-                heap_size: 64 << 20,
-                ..CreateOptions::default()
-            },
-        )?;
-        Ok(TempNs { ns, path })
-    }
-
-    /// The caller's credentials in the namespace.
-    fn cred(&self) -> anyhow::Result<Cred> {
-        Ok((*self.ns.cred()?).clone())
-    }
-}
-
-impl Drop for TempNs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
 /// One ipcns round of the table: a fresh namespace per row with its two
 /// sets, a warm-up tenth each, then the rows interleaved. The sysctl
 /// writes need CAP_SYS_ADMIN over the namespace, as /proc/sys/kernel's do;
@@ -245,7 +207,7 @@ impl Drop for TempNs {
 fn ipcns_noop(ops: u64, round: usize) -> anyhow::Result<Vec<f64>> {
     let mut rows = Vec::with_capacity(ROWS.len());
     for (idx, extend) in ROWS {
-        let t = TempNs::new(extend)?;
+        let t = TempNs::new("semop", 64 << 20, extend)?;
         let cred = t.cred()?;
         let admin = Cred {
             cap_sys_admin: true,
@@ -432,7 +394,7 @@ fn pingpong_round<P: Pair>(
 }
 
 fn ipcns_pingpong(place: &Placement, sizes: Sizes) -> anyhow::Result<f64> {
-    let t = TempNs::new(false)?;
+    let t = TempNs::new("semop", 64 << 20, false)?;
     let cred = t.cred()?;
     let id = t.ns.semget(&cred, 0, 2, IPC_CREAT | 0o600)?;
     pingpong_round(place, sizes.warm_trips, sizes.trips, || {
@@ -447,7 +409,7 @@ fn ipcns_pingpong(place: &Placement, sizes: Sizes) -> anyhow::Result<f64> {
 /// Arena bytes per SEM_UNDO entry of a set of `nsems` semaphores (see the
 /// module doc).
 fn undo_bytes(nsems: i32) -> anyhow::Result<f64> {
-    let t = TempNs::new(false)?;
+    let t = TempNs::new("semop", 64 << 20, false)?;
     let cred = t.cred()?;
     let up = |flg| {
         [sembuf {

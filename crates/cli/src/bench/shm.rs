@@ -28,10 +28,10 @@
 //! is missing. `IPCNS_BENCH_QUICK=1` cuts the pairs a thousandfold (for the
 //! tests; the numbers then mean nothing).
 
+use super::TempNs;
 use super::stats::{cpu_model, json_num, json_str, median, ratio};
 use super::sys::{Segment, SharedPage, Shm, allowed_cpus, fork};
 use anyhow::{Context, bail, ensure};
-use ipcns::{CreateOptions, Namespace};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -136,53 +136,14 @@ fn nattch_steps(via: Shm<'_>) -> anyhow::Result<[u64; 4]> {
     Ok([three, in_child, after_exit, detached])
 }
 
-/// A throwaway namespace in the namespace directory, removed (with its
-/// segment files) on drop.
-struct TempNs {
-    ns: Namespace,
-    path: std::path::PathBuf,
-}
-
-impl TempNs {
-    fn new() -> anyhow::Result<TempNs> {
-        // Where namespaces live (/dev/shm, tmpfs), as a user's would.
-        let path = ipcns::namespace::dir()?.join(format!(
-            "ipcns-bench-shm-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos()
-        ));
-        let ns = Namespace::create_at(
-            &path,
-            CreateOptions {
-                heap_size: 64 << 20,
-                ..CreateOptions::default()
-            },
-        )?;
-        Ok(TempNs { ns, path })
-    }
-
-    /// The caller's credentials in the namespace.
-    fn cred(&self) -> anyhow::Result<ipcns::Cred> {
-        Ok((*self.ns.cred()?).clone())
-    }
-}
-
-impl Drop for TempNs {
-    fn drop(&mut self) {
-        let _ = Namespace::remove_at(&self.path);
-    }
-}
-
 fn ipcns_round(pairs: &[u64; ROWS.len()], round: usize) -> anyhow::Result<Vec<f64>> {
-    let t = TempNs::new()?;
+    let t = TempNs::new("shm", 64 << 20, false)?;
     let cred = t.cred()?;
     side_round(Shm::Ipcns(&t.ns, &cred), pairs, round)
 }
 
 fn ipcns_nattch() -> anyhow::Result<[u64; 4]> {
-    let t = TempNs::new()?;
+    let t = TempNs::new("shm", 64 << 20, false)?;
     let cred = t.cred()?;
     nattch_steps(Shm::Ipcns(&t.ns, &cred))
 }
