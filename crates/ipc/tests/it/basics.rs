@@ -277,3 +277,43 @@ fn named_namespaces_are_files_of_mode_0600() {
     assert!(ipcns::namespace::check_name("ok-name_1.2").is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Credentials are read once and cached (no system call per operation);
+/// `creds::refresh` (what the C ABI's set*id wrappers call) makes the next
+/// call see the process's new ids; a fork child sees its own pid.
+#[test]
+fn credentials_are_cached_and_refreshed() {
+    if !crate::support::kernel_or_skip("credentials_are_cached_and_refreshed") {
+        return;
+    }
+    let t = TestNs::new("creds");
+    let ns = &t.ns;
+    let code = crate::support::fork_run(|| {
+        let before = ns.cred().unwrap();
+        if before.euid != 0 || before.pid != std::process::id() as i32 {
+            return 1;
+        }
+        if crate::support::drop_to(1000, 1000).is_err() {
+            return 2;
+        }
+        // Cached: still root until refreshed.
+        if ns.cred().unwrap().euid != 0 {
+            return 3;
+        }
+        ipcns::creds::refresh();
+        let after = ns.cred().unwrap();
+        if after.euid != 1000 || after.egid != 1000 || after.cap_ipc_owner {
+            return 4;
+        }
+        // A fork child of this process: its own pid, the same ids.
+        crate::support::fork_run(|| {
+            let c = ns.cred().unwrap();
+            if c.pid == std::process::id() as i32 && c.euid == 1000 {
+                0
+            } else {
+                5
+            }
+        })
+    });
+    assert_eq!(code, 0);
+}
