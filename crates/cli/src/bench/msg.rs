@@ -46,7 +46,7 @@ struct Sizes {
 
 impl Sizes {
     fn from_env() -> Sizes {
-        let quick = std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1");
+        let quick = super::stats::quick();
         let div = if quick { 1000 } else { 1 };
         Sizes {
             pairs: PAIRS / div,

@@ -99,7 +99,7 @@ struct Sizes {
 
 impl Sizes {
     fn from_env() -> Sizes {
-        let quick = std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1");
+        let quick = super::stats::quick();
         let div = if quick { 1000 } else { 1 };
         Sizes {
             ops: OPS / div,
@@ -737,13 +737,7 @@ fn table(
     line(format!(
         "two sets picked at random per call, only those two allocated; medians of {ROUNDS} rounds"
     ));
-    line(format!(
-        "cpu: {cpu}, {} usable",
-        match place.allowed.len() {
-            1 => "1 cpu".to_string(),
-            n => format!("{n} cpus"),
-        }
-    ));
+    line(super::stats::cpu_line(cpu, place.allowed.len()));
     line(String::new());
     line(format!(
         "{:<20} {:>9} {:>11} {:>8} | {:>13} {:>8}",

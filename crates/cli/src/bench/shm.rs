@@ -66,7 +66,7 @@ const STEPS: [&str; 4] = [
 /// Pairs per row per round: the real ones, or a thousandth (at least
 /// CHUNKS) with `IPCNS_BENCH_QUICK=1`.
 fn pairs_per_round() -> [u64; ROWS.len()] {
-    let quick = std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1");
+    let quick = super::stats::quick();
     ROWS.map(|(_, _, n)| if quick { (n / 1000).max(CHUNKS) } else { n })
 }
 

@@ -113,3 +113,16 @@ impl Goal {
         )
     }
 }
+
+/// `IPCNS_BENCH_QUICK=1`: run a thousandth of the iterations (smoke tests).
+pub fn quick() -> bool {
+    std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1")
+}
+
+/// The header's second line: `cpu: MODEL, N cpus usable`.
+pub fn cpu_line(cpu: &str, usable: usize) -> String {
+    match usable {
+        1 => format!("cpu: {cpu}, 1 cpu usable"),
+        n => format!("cpu: {cpu}, {n} cpus usable"),
+    }
+}
