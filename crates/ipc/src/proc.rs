@@ -32,6 +32,19 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 pub const FREE: u32 = 0;
 /// `state`: a process's record.
 pub const LIVE: u32 = 1;
+/// `state`: the record of a child being forked, made by its parent before
+/// `fork` with the parent's attachments already counted (Linux counts them
+/// inside `fork`, in `dup_mmap`). `pid` and `start` are the parent's until
+/// the child claims it; `spare[0]` is the claim's nonce, `spare[1]` the
+/// creation time (CLOCK_MONOTONIC ns).
+pub const UNBORN: u32 = 2;
+/// `state`: an unborn record being dropped (the fork failed, or no child
+/// claimed it in time); whoever meets it finishes the drop.
+pub const RELEASING: u32 = 3;
+
+/// An unborn record not claimed within this time is dropped (its child,
+/// if there is one, then counts its attachments itself when it runs).
+const UNBORN_NS: u64 = 1_000_000_000;
 
 /// One process.
 #[repr(C, align(64))]
@@ -48,6 +61,7 @@ pub struct Proc {
     /// number with the same pid and start time means an exec happened
     /// (attachments gone, undo entries kept).
     pub image: AtomicU64,
+    /// `[nonce, created]` of an UNBORN record; unused otherwise.
     pub spare: [AtomicU64; 3],
 }
 
@@ -192,6 +206,9 @@ fn grow(a: &Arena) -> Result<u32, Errno> {
         n.undos.store(o.undos.load(Relaxed), Relaxed);
         n.attaches.store(o.attaches.load(Relaxed), Relaxed);
         n.image.store(o.image.load(Relaxed), Relaxed);
+        for (ns, os) in n.spare.iter().zip(&o.spare) {
+            ns.store(os.load(Relaxed), Relaxed);
+        }
         n.state.store(o.state.load(Relaxed), Relaxed);
     }
     let (old_off, old_cap) = (p.table.load(Relaxed), p.cap.load(Relaxed));
@@ -216,16 +233,140 @@ fn dead(a: &Arena) -> Result<Vec<(u32, i32)>, Errno> {
         .collect())
 }
 
+/// Unborn records to drop: `(index, nonce)` of those whose parent is gone
+/// or that waited longer than `UNBORN_NS`, and of those being released.
+/// Procs lock held. Bounded by the table.
+fn stillborn(a: &Arena) -> Result<Vec<(u32, u64)>, Errno> {
+    let now = lock::monotonic_ns();
+    Ok(table(a)?
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| match r.state.load(Relaxed) {
+            UNBORN => {
+                now.saturating_sub(r.spare[1].load(Relaxed)) > UNBORN_NS
+                    || !lock::process_alive(r.pid.load(Relaxed), r.start.load(Relaxed))
+            }
+            RELEASING => true,
+            _ => false,
+        })
+        .map(|(i, r)| (i as u32, r.spare[0].load(Relaxed)))
+        .collect())
+}
+
+/// Makes an unborn record for a child that the process of record `parent`
+/// is about to fork: returns its index and the nonce the child claims it
+/// with. Procs lock taken and released.
+pub fn make_unborn(a: &Arena, parent: u32) -> Result<(u32, u64), Errno> {
+    let _g = lock(a)?;
+    let (pid, start) = {
+        let r = record(a, parent)?;
+        (r.pid.load(Relaxed), r.start.load(Relaxed))
+    };
+    let nonce = lock::random_u64().unwrap_or_else(|| lock::monotonic_ns() ^ 0x9e37_79b9) | 1;
+    let t = table(a)?;
+    let i = match t.iter().position(|r| r.state.load(Relaxed) == FREE) {
+        Some(i) => i as u32,
+        None => grow(a)?,
+    };
+    let r = record(a, i)?;
+    r.pid.store(pid, Relaxed);
+    r.start.store(start, Relaxed);
+    r.undos.store(0, Relaxed);
+    r.attaches.store(0, Relaxed);
+    r.image.store(image(), Relaxed);
+    r.spare[0].store(nonce, Relaxed);
+    r.spare[1].store(lock::monotonic_ns(), Relaxed);
+    r.state.store(UNBORN, Relaxed);
+    let p = procs(a);
+    p.len.store(p.len.load(Relaxed).saturating_add(1), Relaxed);
+    Ok((i, nonce))
+}
+
+/// In the parent after a fork: names unborn record `idx` (made with
+/// `nonce`) after its child `pid`, so it is the child's record from now
+/// on, reaped as soon as the child is gone. Procs lock taken and released.
+pub fn name_unborn(a: &Arena, idx: u32, nonce: u64, pid: i32) -> Result<(), Errno> {
+    let start = lock::process_start(pid);
+    let _g = lock(a)?;
+    let r = record(a, idx)?;
+    if r.state.load(Relaxed) != UNBORN || r.spare[0].load(Relaxed) != nonce {
+        return Ok(());
+    }
+    r.pid.store(pid, Relaxed);
+    // A child already gone has no start time: 0 names no live process, so
+    // the next reaper drops the record.
+    r.start.store(start.unwrap_or(0), Relaxed);
+    r.state.store(LIVE, Relaxed);
+    Ok(())
+}
+
+/// In the forked child: takes unborn record `idx` as its own if it is
+/// still the one made for it (`nonce`), whether or not the parent named it
+/// already; false if it was dropped meanwhile (the child then counts its
+/// attachments itself).
+pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
+    let _g = lock(a)?;
+    let r = record(a, idx)?;
+    let mine = match r.state.load(Relaxed) {
+        UNBORN => true,
+        LIVE => r.pid.load(Relaxed) == std::process::id() as i32,
+        _ => false,
+    };
+    if !mine || r.spare[0].load(Relaxed) != nonce {
+        return Ok(false);
+    }
+    r.pid.store(std::process::id() as i32, Relaxed);
+    r.start.store(lock::own_start(), Relaxed);
+    r.image.store(image(), Relaxed);
+    r.spare[0].store(0, Relaxed);
+    r.spare[1].store(0, Relaxed);
+    r.state.store(LIVE, Relaxed);
+    Ok(true)
+}
+
+/// Drops unborn record `idx` made with `nonce` (the fork failed, or its
+/// child never claimed it): its attachments uncounted, the record freed.
+/// A dropper killed midway leaves it RELEASING for the next reaper.
+pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
+    let pid = {
+        let _g = lock(a)?;
+        let r = record(a, idx)?;
+        let state = r.state.load(Relaxed);
+        if r.spare[0].load(Relaxed) != nonce || !(state == UNBORN || state == RELEASING) {
+            return Ok(());
+        }
+        r.state.store(RELEASING, Relaxed);
+        r.pid.load(Relaxed)
+    };
+    crate::shm::attach::drop_all(a, idx, pid)?;
+    let _g = lock(a)?;
+    let r = record(a, idx)?;
+    if r.state.load(Relaxed) != RELEASING || r.spare[0].load(Relaxed) != nonce {
+        return Ok(());
+    }
+    if r.attaches.load(Relaxed) != 0 {
+        return Ok(());
+    }
+    r.spare[0].store(0, Relaxed);
+    r.state.store(FREE, Relaxed);
+    let p = procs(a);
+    p.len.store(p.len.load(Relaxed).saturating_sub(1), Relaxed);
+    Ok(())
+}
+
 /// Cleans up after every process that is gone: applies its undo entries
 /// (as `exit_sem` would have) and frees its record. Returns how many.
 /// Takes set locks and the procs lock in turn, never together.
 pub fn reap(a: &Arena) -> Result<u32, Errno> {
-    let gone = {
+    let (gone, unborn) = {
         let _g = lock(a)?;
-        dead(a)?
+        (dead(a)?, stillborn(a)?)
     };
     for &(idx, pid) in &gone {
         finish(a, idx, pid, false)?;
+    }
+    for &(idx, nonce) in &unborn {
+        release_unborn(a, idx, nonce)?;
     }
     Ok(gone.len() as u32)
 }

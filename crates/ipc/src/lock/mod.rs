@@ -41,7 +41,7 @@ mod os;
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
     holder_of, identity_alive, monotonic_ns, my_identity, own_start, parent_pid, process_alive,
-    random_u64, real_seconds, thread_answers,
+    process_start, random_u64, real_seconds, thread_answers, thread_children,
 };
 
 #[cfg(all(test, loom))]

@@ -406,3 +406,33 @@ pub fn thread_answers(tgid: i32, tid: u32) -> bool {
 pub fn identity_alive(who: u64) -> bool {
     RealOs.liveness(who) == Liveness::Alive
 }
+
+/// The children this thread has forked and not yet reaped, from
+/// `/proc/self/task/TID/children` (needs CONFIG_PROC_CHILDREN); None when
+/// the file is missing or the list does not fit 64 KiB.
+pub fn thread_children() -> Option<Vec<i32>> {
+    // SAFETY: gettid takes nothing and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    let mut path = [0u8; 48];
+    let mut w = Writer(&mut path, 0);
+    core::fmt::write(&mut w, format_args!("/proc/self/task/{tid}/children\0")).ok()?;
+    let path = core::ffi::CStr::from_bytes_until_nul(&path).ok()?;
+    let mut buf = vec![0u8; 1 << 16];
+    let n = sys::read_file(path, &mut buf).ok()?;
+    if n == buf.len() {
+        return None;
+    }
+    buf[..n]
+        .split(|&b| b == b' ' || b == b'\n')
+        .filter(|f| !f.is_empty())
+        .map(|f| core::str::from_utf8(f).ok()?.parse().ok())
+        .collect()
+}
+
+/// The start time (ticks after boot) of process `pid`, if it exists.
+pub fn process_start(pid: i32) -> Option<u64> {
+    u32::try_from(pid)
+        .ok()
+        .and_then(thread_stat)
+        .map(|(_, s)| s)
+}

@@ -232,37 +232,65 @@ pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
 /// In a forked child: the parent's attachments are the child's too (its
 /// address space is a copy), so each is counted once more, with the parent
 /// as the last operator (Linux counts them in `dup_mmap`, in the parent).
+/// The fallback of a child whose unborn record (see [`prefork`]) was
+/// dropped before it could claim it.
 pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
-    let entries: Vec<(u64, u64, u32, u64)> = {
-        let _g = proc::lock(a)?;
-        let r = proc::record(a, parent)?;
-        list(a, r)
-            .into_iter()
-            .filter_map(|off| entry(a, off).ok())
-            .filter(|e| e.state.load(Relaxed) == COUNTED)
-            .map(|e| {
-                (
-                    e.addr.load(Relaxed),
-                    e.size.load(Relaxed),
-                    e.idx.load(Relaxed),
-                    e.generation.load(Relaxed),
-                )
-            })
-            .collect()
-    };
-    if entries.is_empty() {
+    if counted(a, parent)?.is_empty() {
         return Ok(());
     }
     let me = proc::me(a)?;
-    let ppid = crate::lock::parent_pid();
-    for (addr, size, idx, generation) in entries {
+    copy_counted(a, parent, me, crate::lock::parent_pid())
+}
+
+/// In a process about to fork: makes the child's record now, with every
+/// attachment of record `parent` copied and counted, so that `shm_nattch`
+/// includes the child's attachments as soon as `fork` returns, as Linux
+/// counts them inside fork (`dup_mmap` -> `shm_open`). Returns the unborn
+/// record and the nonce the child claims it with
+/// ([`proc::claim_unborn`]), or None when there is nothing to inherit.
+pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
+    if counted(a, parent)?.is_empty() {
+        return Ok(None);
+    }
+    let (child, nonce) = proc::make_unborn(a, parent)?;
+    let pid = std::process::id() as i32;
+    if let Err(e) = copy_counted(a, parent, child, pid) {
+        let _ = proc::release_unborn(a, child, nonce);
+        return Err(e);
+    }
+    Ok(Some((child, nonce)))
+}
+
+/// The counted attachments of record `idx`: `(addr, size, idx, generation)`.
+fn counted(a: &Arena, idx: u32) -> SysResult<Vec<(u64, u64, u32, u64)>> {
+    let _g = proc::lock(a)?;
+    let r = proc::record(a, idx)?;
+    Ok(list(a, r)
+        .into_iter()
+        .filter_map(|off| entry(a, off).ok())
+        .filter(|e| e.state.load(Relaxed) == COUNTED)
+        .map(|e| {
+            (
+                e.addr.load(Relaxed),
+                e.size.load(Relaxed),
+                e.idx.load(Relaxed),
+                e.generation.load(Relaxed),
+            )
+        })
+        .collect())
+}
+
+/// Copies the counted attachments of record `from` to record `to`, each
+/// counted, with `lpid` as the last operator.
+fn copy_counted(a: &Arena, from: u32, to: u32, lpid: i32) -> SysResult<()> {
+    for (addr, size, idx, generation) in counted(a, from)? {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;
         };
         if f.generation != generation {
             continue;
         }
-        let off = record_entry(a, me, addr, size, idx, generation, PENDING)?;
+        let off = record_entry(a, to, addr, size, idx, generation, PENDING)?;
         let s = f.slot;
         let _g = lock_object::<ShmKind>(a, s)?;
         if still_valid(&f).is_err() {
@@ -272,7 +300,7 @@ pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
         // shm_open: "shp->shm_atim = ...; ipc_update_pid(&shp->shm_lprid,
         // task_tgid(current));" with current the parent.
         s.atime.store(now(), Relaxed);
-        s.lpid.store(ppid, Relaxed);
+        s.lpid.store(lpid, Relaxed);
     }
     Ok(())
 }

@@ -171,3 +171,75 @@ fn nattch_follows_fork_exit_and_sigkill_body() {
     assert_eq!(stat(&t.ns, &me, id).shm_nattch, 0);
     t.ns.check().unwrap();
 }
+
+#[test]
+fn nattch_counts_the_child_when_fork_returns() {
+    assert_eq!(
+        support::fork_run(|| {
+            nattch_counts_the_child_when_fork_returns_body();
+            0
+        }),
+        0
+    );
+}
+
+/// Linux counts a fork child's attachments inside fork (`dup_mmap`), so
+/// the parent sees them the moment fork returns, whatever the child does.
+fn nattch_counts_the_child_when_fork_returns_body() {
+    let t = TestNs::new("shmat-forkcount");
+    let me = Cred::root(std::process::id() as i32);
+    let id = t.ns.shmget(&me, 0, 4096, IPC_CREAT | 0o600).unwrap();
+    let id2 = t.ns.shmget(&me, 0, 4096, IPC_CREAT | 0o600).unwrap();
+    let a = t.ns.shmat(&me, id, 0, 0).unwrap();
+    let b = t.ns.shmat(&me, id2, 0, SHM_RDONLY).unwrap();
+    for round in 0..20 {
+        let child = support::fork_child(|| {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            0
+        });
+        assert_eq!(stat(&t.ns, &me, id).shm_nattch, 2, "round {round}");
+        assert_eq!(stat(&t.ns, &me, id2).shm_nattch, 2, "round {round}");
+        assert_eq!(stat(&t.ns, &me, id).shm_lpid, std::process::id() as i32);
+        support::kill(child);
+        support::wait_child(child);
+        assert_eq!(stat(&t.ns, &me, id).shm_nattch, 1, "round {round}");
+    }
+    // A child gone at once (`_exit`): counted once, uncounted by the reaper.
+    let child = support::fork_child(|| 0);
+    support::wait_child(child);
+    t.ns.reap_exited().unwrap();
+    assert_eq!(stat(&t.ns, &me, id).shm_nattch, 1);
+    t.ns.shmdt(&me, a).unwrap();
+    t.ns.shmdt(&me, b).unwrap();
+    assert_eq!(stat(&t.ns, &me, id).shm_nattch, 0);
+    assert_eq!(t.ns.problems().1, Vec::<String>::new());
+}
+
+#[test]
+fn a_failed_fork_counts_nothing() {
+    if !support::kernel_or_skip("shmat::a_failed_fork_counts_nothing (setuid and RLIMIT_NPROC)") {
+        return;
+    }
+    // Made here, so that root removes it after the child dropped to nobody.
+    let t = TestNs::new("shmat-forkfail");
+    let path = t.path().to_path_buf();
+    assert_eq!(
+        support::fork_run(move || {
+            let ns = Namespace::open_at(&path).unwrap();
+            let me = Cred::root(std::process::id() as i32);
+            let id = ns.shmget(&me, 0, 4096, IPC_CREAT | 0o666).unwrap();
+            let a = ns.shmat(&me, id, 0, 0).unwrap();
+            support::forbid_forks();
+            support::drop_to(65534, 65534).unwrap();
+            assert_eq!(support::failing_fork(), libc::EAGAIN);
+            let me = Cred::user(std::process::id() as i32, 65534, 65534, vec![]);
+            assert_eq!(stat(&ns, &me, id).shm_nattch, 1);
+            ns.shmdt(&me, a).unwrap();
+            assert_eq!(stat(&ns, &me, id).shm_nattch, 0);
+            assert_eq!(ns.problems().1, Vec::<String>::new());
+            0
+        }),
+        0
+    );
+    drop(t);
+}

@@ -385,3 +385,29 @@ impl Drop for SharedWords {
         unsafe { libc::munmap(self.ptr.cast(), self.len * 8) };
     }
 }
+
+/// `setrlimit(RLIMIT_NPROC, 0)`: an unprivileged caller can fork no more.
+pub fn forbid_forks() {
+    let lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system call with a valid pointer.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &lim) }, 0);
+}
+
+/// `fork()` that must fail: its errno (a child made anyway exits 3 at once
+/// and is reported as errno 0).
+pub fn failing_fork() -> i32 {
+    // SAFETY: fork; a child made anyway ends at once without unwinding.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: ends the unexpected child at once.
+        unsafe { libc::_exit(3) };
+    }
+    if pid > 0 {
+        wait_child(pid);
+        return 0;
+    }
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+}
