@@ -107,7 +107,7 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
         return Ok(cached as u32 - 1);
     }
-    let pid = std::process::id() as i32;
+    let pid = crate::sys::process::getpid();
     let start = lock::own_start();
     let (idx, exec) = {
         let _g = lock(a)?;
@@ -240,7 +240,7 @@ pub fn exit(a: &Arena) -> Result<(), Errno> {
     if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
         return Ok(());
     }
-    finish(a, cached as u32 - 1, std::process::id() as i32, true)
+    finish(a, cached as u32 - 1, crate::sys::process::getpid(), true)
 }
 
 /// Applies record `idx`'s undo entries for `pid` and frees them; then,

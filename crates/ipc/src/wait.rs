@@ -280,7 +280,7 @@ pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
                 beat(w);
-                std::thread::yield_now();
+                crate::sys::process::sched_yield();
             }
             core::hint::spin_loop();
             continue;
@@ -319,7 +319,7 @@ pub fn now_ns() -> u64 {
 pub fn ticket() -> u32 {
     use core::sync::atomic::AtomicU32;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let salt = (std::process::id() as u32).rotate_left(16);
+    let salt = (crate::sys::process::getpid() as u32).rotate_left(16);
     let n = NEXT.fetch_add(1, Relaxed).wrapping_add(1) ^ salt;
     n.max(1)
 }
