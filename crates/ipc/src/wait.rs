@@ -95,7 +95,7 @@ fn walk_limit(a: &Arena) -> u64 {
 /// already seen (a cycle), ends the list there: the link is cut.
 pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::BTreeSet::new();
     let mut prev: Option<u64> = None;
     let mut cur = head.load(Relaxed);
     let limit = walk_limit(a);
