@@ -18,9 +18,9 @@
 //! thread's `errno`.
 //!
 //! # Safety
-//! `unsafe` lives in this module only (and in the arena's mapping, which
-//! calls [`mem`]). Each submodule's `# Safety` says what its calls rely
-//! on: the system call numbers are libc's for the target, every pointer
+//! Every system call's `unsafe` is in this module (the arena's mapping
+//! calls the two `unsafe fn`s of [`mem`]). Each submodule's `# Safety`
+//! says what its calls rely on: the system call numbers are libc's for the target, every pointer
 //! passed is to memory of the size the call expects that lives for the
 //! call (NUL-terminated paths, buffers with their true lengths, borrowed
 //! atomics), and descriptors are owned by an [`Fd`] until its drop.
