@@ -55,8 +55,13 @@ fn bench_lock_table_and_usage() {
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
     let help = d.run(&["bench", "--help"]);
-    assert!(text(&help.stdout).contains("ipcns bench idmap|lock|msg|rseq|semget|semop|shm "));
-    assert!(text(&d.run(&["help"]).stdout).contains("bench idmap|lock|msg|rseq|semget|semop|shm "));
+    assert!(
+        text(&help.stdout).contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
+    assert!(
+        text(&d.run(&["help"]).stdout)
+            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
 }
 
 /// The kernel half needs unshare(CLONE_NEWIPC): as root every kernel number
