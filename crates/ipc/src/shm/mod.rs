@@ -52,7 +52,14 @@ pub(crate) fn map_segment(
         .write(!rdonly)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
-        .map_err(|_| Errno::EIDRM)?;
+        .map_err(|e| match e.kind() {
+            // The segment's file refuses this caller (a process that
+            // changed uid in a namespace not created shared): the file's
+            // permissions are the namespace's boundary.
+            std::io::ErrorKind::PermissionDenied => Errno::EACCES,
+            // Gone: removed meanwhile.
+            _ => Errno::EIDRM,
+        })?;
     let len = usize::try_from(size.div_ceil(4096) * 4096).map_err(|_| Errno::ENOMEM)?;
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }
