@@ -109,6 +109,7 @@ impl Namespace {
 
     /// `msgmax` now: the largest message msgsnd accepts (EINVAL above),
     /// read before the caller's text is copied in.
+    #[inline]
     pub fn msgmax(&self) -> i32 {
         self.arena().header().limits.msgmax.load(Relaxed)
     }

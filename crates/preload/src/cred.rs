@@ -5,9 +5,9 @@
 //! set of credentials the process has had is kept for the process's life
 //! in one of [`SLOTS`] (filled once each, by compare-and-swap: no lock, so
 //! a fork in the middle of a fill leaves the child nothing to wait for),
-//! and [`CURRENT`] names the slot in force with the generation it was
-//! found in. The set*id wrappers and the fork child handler bump
-//! [`GENERATION`]; the next call sees a stale generation, reads the
+//! and `HOT.cred` points at the one in force, `HOT.cred_gen` saying which
+//! generation it was read in. The set*id wrappers and the fork child
+//! handler bump `HOT.generation`; the next call sees a stale one, reads the
 //! credentials again, and finds them in a slot (a process that toggles its
 //! euid keeps using the same two) or fills a new one. Nothing is ever
 //! freed, so a reference handed out cannot dangle whatever other threads
@@ -15,33 +15,25 @@
 //! new process, by its pid, has its own). Past [`MAX_SLOTS`] of them,
 //! calls use the core's reference-counted copy (slower, still exact).
 
+use crate::hot::HOT;
 use crate::once::Published;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 use ipcns_core::{Cred, Errno, Namespace, SysResult};
 
 /// Distinct credential sets kept.
 const MAX_SLOTS: usize = 256;
 
 static SLOTS: [Published<Cred>; MAX_SLOTS] = [const { Published::new() }; MAX_SLOTS];
-/// Bumped when credentials may have changed (set*id, capset, fork).
-static GENERATION: AtomicU64 = AtomicU64::new(1);
-/// `generation << 8 | slot` of the credentials in force; 0 none yet.
-static CURRENT: AtomicU64 = AtomicU64::new(0);
-
-/// The credentials in slot `i`, if it is filled.
-#[inline(always)]
-fn slot(i: usize) -> Option<&'static Cred> {
-    SLOTS.get(i)?.get()
-}
 
 /// Runs `f` with the caller's credentials as of now.
 #[inline(always)]
 pub fn with_caller<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> SysResult<R> {
-    // Acquire: pairs with the Release of `changed` / `forked` and of the
-    // store in `fresh`.
-    let cur = CURRENT.load(Ordering::Acquire);
-    if cur >> 8 == GENERATION.load(Ordering::Acquire)
-        && let Some(c) = slot((cur & 0xff) as usize)
+    // Acquire: pairs with the Release of `changed` / `forked`, and of the
+    // stores in `fresh` (the generation's after the pointer's, so a
+    // matching generation means the pointer is at least that recent).
+    let h = &HOT;
+    if h.cred_gen.load(Ordering::Acquire) == h.generation.load(Ordering::Acquire)
+        && let Some(c) = h.cred.get()
     {
         return f(c);
     }
@@ -53,12 +45,13 @@ pub fn with_caller<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> 
 fn fresh<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> SysResult<R> {
     // The generation is read before the credentials: a change after this
     // read bumps it again, and the next call reads once more.
-    let generation = GENERATION.load(Ordering::Acquire);
+    let generation = HOT.generation.load(Ordering::Acquire);
     // Without /proc the caller's rights cannot be known: refused.
     let arc = ns.cred().map_err(|_| Errno::EACCES)?;
     match slot_of(&arc) {
-        Some((i, c)) => {
-            CURRENT.store(generation << 8 | i as u64, Ordering::Release);
+        Some(c) => {
+            HOT.cred.set(c);
+            HOT.cred_gen.store(generation, Ordering::Release);
             f(c)
         }
         None => f(&arc),
@@ -67,14 +60,14 @@ fn fresh<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> SysResult<
 
 /// The slot holding credentials equal to `c`, filled if none does; `None`
 /// when every slot holds others.
-fn slot_of(c: &Cred) -> Option<(usize, &'static Cred)> {
-    for (i, s) in SLOTS.iter().enumerate() {
+fn slot_of(c: &Cred) -> Option<&'static Cred> {
+    for s in &SLOTS {
         let x = match s.get() {
             Some(x) => x,
             None => s.publish(c.clone()),
         };
         if x == c {
-            return Some((i, x));
+            return Some(x);
         }
     }
     None
@@ -84,10 +77,10 @@ fn slot_of(c: &Cred) -> Option<(usize, &'static Cred)> {
 /// next call reads them again.
 pub fn changed() {
     ipcns_core::creds::refresh();
-    GENERATION.fetch_add(1, Ordering::Release);
+    HOT.generation.fetch_add(1, Ordering::Release);
 }
 
 /// In a fork child: its pid differs. Only an atomic (a fork handler).
 pub fn forked() {
-    GENERATION.fetch_add(1, Ordering::Release);
+    HOT.generation.fetch_add(1, Ordering::Release);
 }

@@ -13,15 +13,18 @@
 //! - `user`: the caller's memory, read and written without faulting;
 //! - `state`: which namespace, who is calling;
 //! - `sem`, `msg`, `shm`: each call, with the kernel's order of copies;
-//! - `structs`: the `*ctl` structures as bytes.
+//! - `structs`: the `*ctl` structures as bytes;
+//! - `cred`: who is calling, cached; `once`: values published for good;
+//!   `hot`: the words every call reads, in one cache line.
 //!
-//! `unsafe` lives in `ffi`, `next` and `user` only, each opening with its
-//! `# Safety` section.
+//! `unsafe` lives in `ffi`, `next`, `user` and `once` only, each opening
+//! with its `# Safety` section.
 
 #![deny(unsafe_code)]
 
 mod cred;
 mod ffi;
+mod hot;
 mod msg;
 mod next;
 mod once;

@@ -1,5 +1,6 @@
 //! [`Published`]: a value made once and kept for the rest of the process,
-//! readable with one load and set without ever waiting.
+//! readable with one load and set without ever waiting; [`Current`]: a
+//! pointer to one of those values, which may move to another.
 //!
 //! `std::sync::OnceLock` makes latecomers wait for the thread that is
 //! setting it; in a fork child whose parent had another thread in the
@@ -13,7 +14,9 @@
 //! store of a non-null value), so it is valid, immutable and shared for
 //! the rest of the process: handing out `&'static T` is sound (`T: Sync`
 //! for the sharing between threads). A box that lost the race was never
-//! seen by anyone else and is freed by its maker.
+//! seen by anyone else and is freed by its maker. A `Current` only ever
+//! holds null or a `&'static T` (its `set` takes nothing else), so it too
+//! hands out `&'static T` soundly.
 #![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -58,5 +61,33 @@ impl<T: Sync> Published<T> {
                 unsafe { &*other }
             }
         }
+    }
+}
+
+/// A pointer to a value published for good (by a [`Published`]), which may
+/// be made to point at another such value: readers always find a live
+/// value or none.
+pub struct Current<T>(AtomicPtr<T>);
+
+impl<T: Sync> Current<T> {
+    pub const fn new() -> Current<T> {
+        Current(AtomicPtr::new(core::ptr::null_mut()))
+    }
+
+    /// The value pointed at, if any.
+    #[inline(always)]
+    pub fn get(&self) -> Option<&'static T> {
+        // Acquire: pairs with `set`'s Release, so the value is seen as it
+        // was published.
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: null, or a value published for good (only `&'static T`
+        // are ever stored, see `set`).
+        unsafe { p.as_ref() }
+    }
+
+    /// Points at `v` from now on.
+    pub fn set(&self, v: &'static T) {
+        // Release: pairs with `get`.
+        self.0.store(v as *const T as *mut T, Ordering::Release);
     }
 }

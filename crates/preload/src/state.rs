@@ -19,13 +19,14 @@
 //! once with ENOSYS instead of waiting for itself.
 //!
 
+use crate::hot::HOT;
 use crate::once::Published;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use ipcns_core::{Errno, Namespace, SysResult, namespace};
 
 /// The namespace, once chosen and opened.
-static NS: Published<Namespace> = Published::new();
+static NS: &Published<Namespace> = &HOT.ns;
 /// Why there is none, once chosen and failed (an errno; 0 not yet).
 static FAILED: AtomicI32 = AtomicI32::new(0);
 /// 1 while a thread is choosing it.

@@ -58,6 +58,7 @@
 //! The `pthread_key` destructor only stores to atomics.
 #![allow(unsafe_code)]
 
+use crate::hot::HOT;
 use crate::next;
 use core::ffi::{c_int, c_long, c_void};
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
@@ -123,15 +124,15 @@ fn thread_pointer() -> usize {
 
 /// One thread's stack bounds, keyed by its thread pointer: a small
 /// seqlock (`key` 0 while being written).
-#[repr(C, align(64))]
-struct Bounds {
+#[repr(C, align(8))]
+pub struct Bounds {
     key: AtomicUsize,
     lo: AtomicUsize,
     hi: AtomicUsize,
 }
 
 impl Bounds {
-    const fn new() -> Bounds {
+    pub const fn new() -> Bounds {
         Bounds {
             key: AtomicUsize::new(0),
             lo: AtomicUsize::new(0),
@@ -165,10 +166,15 @@ impl Bounds {
     }
 }
 
+/// Other threads' bounds, one per cache line.
+#[repr(C, align(64))]
+struct Line(Bounds);
+
 const NSTACKS: usize = 256;
-static STACKS: [Bounds; NSTACKS] = [const { Bounds::new() }; NSTACKS];
-/// The main thread's, apart (finding them reads /proc/self/maps).
-static MAIN: Bounds = Bounds::new();
+static STACKS: [Line; NSTACKS] = [const { Line(Bounds::new()) }; NSTACKS];
+/// The main thread's are apart, in the hot line (and finding them reads
+/// /proc/self/maps, so no other thread may evict them).
+static MAIN: &Bounds = &HOT.main;
 
 #[inline(always)]
 fn index(tp: usize) -> usize {
@@ -181,7 +187,7 @@ fn stack() -> Option<(usize, usize)> {
     let tp = thread_pointer();
     let b = match MAIN.read(tp) {
         Some(b) => b,
-        None => match STACKS[index(tp)].read(tp) {
+        None => match STACKS[index(tp)].0.read(tp) {
             Some(b) => b,
             None => find_stack(tp),
         },
@@ -194,7 +200,7 @@ fn stack() -> Option<(usize, usize)> {
 #[inline(never)]
 fn find_stack(tp: usize) -> (usize, usize) {
     let main = sys(libc::SYS_gettid, [0; 6]).ok() == sys(libc::SYS_getpid, [0; 6]).ok();
-    let slot = if main { &MAIN } else { &STACKS[index(tp)] };
+    let slot = if main { MAIN } else { &STACKS[index(tp)].0 };
     // An empty range first: a call that re-enters while the bounds are
     // looked up (pthread_getattr_np reads /proc/self/maps for the main
     // thread) takes the probed path.
@@ -216,6 +222,7 @@ extern "C" fn forget(tp: *mut c_void) {
     // Only if the entry is still this thread's (another may have taken
     // the slot since). Relaxed: a reader re-checks the key after reading.
     let _ = STACKS[index(tp)]
+        .0
         .key
         .compare_exchange(tp, 0, Ordering::Relaxed, Ordering::Relaxed);
 }

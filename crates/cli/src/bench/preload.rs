@@ -25,8 +25,9 @@
 //! - ping-pong: two processes bound to a cpu each, one posts s0 and waits
 //!   on s1, the other waits on s0 and posts s1 (library and kernel).
 //!
-//! Core and library rounds alternate (so a slow spell of the shared
-//! machine falls on both), medians of ROUNDS rounds. Goals: the library
+//! Core and library take turns in chunks of calls (so a slow spell of the
+//! shared machine falls on both), each side's figure the median of its
+//! chunks; ROUNDS x CHUNKS chunks per row. Goals: the library
 //! 10x (semop), 5x (messages), 3x (ping-pong) and 10x (semget) faster than
 //! the kernel; and at most 5 ns more per call than the core.
 //! `IPCNS_BENCH_QUICK=1` runs a thousandth of it (the numbers then mean
@@ -266,44 +267,32 @@ struct Side {
     ping_pong: f64,
 }
 
-/// Measures one API: each row once (a round).
-fn round(a: &impl CApi, o: &Objects, sizes: Sizes, probed: bool) -> anyhow::Result<Side> {
-    Ok(Side {
-        noop: noop(a, o, sizes.ops, false)?,
-        noop_heap: if probed {
-            noop(a, o, sizes.ops / PROBED_DIV, true)?
-        } else {
-            f64::NAN
-        },
-        pair: pairs(a, o, sizes.pairs, false)?,
-        pair_heap: if probed {
-            pairs(a, o, sizes.pairs / PROBED_DIV, true)?
-        } else {
-            f64::NAN
-        },
-        lookup: lookups(a, o, sizes.ops)?,
-        ping_pong: f64::NAN,
-    })
-}
+/// Turns per round: each row's calls are made in this many chunks.
+const CHUNKS: u64 = 20;
 
-/// Per-row medians of rounds.
-fn medians(rounds: &[Side]) -> Side {
-    let m = |f: fn(&Side) -> f64| {
-        let mut v: Vec<f64> = rounds.iter().map(f).filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            median(&mut v)
-        }
-    };
-    Side {
-        noop: m(|s| s.noop),
-        noop_heap: m(|s| s.noop_heap),
-        pair: m(|s| s.pair),
-        pair_heap: m(|s| s.pair_heap),
-        lookup: m(|s| s.lookup),
-        ping_pong: m(|s| s.ping_pong),
+/// One row on one or two sides: ROUNDS x CHUNKS chunks of `n / CHUNKS`
+/// calls (`run(side, calls)` makes them and gives ns per call), the sides
+/// taking turns chunk by chunk (which one goes first alternating), after a
+/// warm-up chunk each. Each side's figure is the median of its chunks': a
+/// chunk during which another process had the cpu (the machine is shared)
+/// is an outlier, not a share of the mean.
+fn chunked(
+    n: u64,
+    sides: usize,
+    mut run: impl FnMut(usize, u64) -> anyhow::Result<f64>,
+) -> anyhow::Result<Vec<f64>> {
+    let chunk = (n / CHUNKS).max(1);
+    let mut per = vec![Vec::with_capacity(ROUNDS * CHUNKS as usize); sides];
+    for side in 0..sides {
+        run(side, chunk)?;
     }
+    for k in 0..ROUNDS * CHUNKS as usize {
+        for i in 0..sides {
+            let side = (i + k) % sides;
+            per[side].push(run(side, chunk)?);
+        }
+    }
+    Ok(per.iter_mut().map(|v| median(v)).collect())
 }
 
 /// Ping-pong rounds; the median.
@@ -379,13 +368,17 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     let sizes = Sizes::from_env();
     let o = Objects::make(&Libc)?;
     let r = (|| {
-        let mut rounds = Vec::with_capacity(ROUNDS);
-        for _ in 0..ROUNDS {
-            rounds.push(round(&Libc, &o, sizes, false)?);
-        }
-        let mut s = medians(&rounds);
-        s.ping_pong = ping_pong_rounds(&Libc, &o, sizes)?;
-        Ok::<Side, anyhow::Error>(s)
+        let one = |f: &dyn Fn(u64) -> anyhow::Result<f64>, n: u64| {
+            chunked(n, 1, |_, c| f(c)).map(|v| v[0])
+        };
+        Ok::<Side, anyhow::Error>(Side {
+            noop: one(&|c| noop(&Libc, &o, c, false), sizes.ops)?,
+            noop_heap: f64::NAN,
+            pair: one(&|c| pairs(&Libc, &o, c, false), sizes.pairs)?,
+            pair_heap: f64::NAN,
+            lookup: one(&|c| lookups(&Libc, &o, c), sizes.ops)?,
+            ping_pong: ping_pong_rounds(&Libc, &o, sizes)?,
+        })
     })();
     o.remove(&Libc);
     let s = r?;
@@ -496,24 +489,46 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         cred: t.cred()?,
     };
     let core_objs = Objects::make(&core).context("on the core")?;
-    let mut lib_rounds = Vec::with_capacity(ROUNDS);
-    let mut core_rounds = Vec::with_capacity(ROUNDS);
-    // A warm-up round of each, then the rounds, alternating which goes
-    // first.
-    round(&lib, &lib_objs, sizes, true)?;
-    round(&core, &core_objs, sizes, false)?;
-    for r in 0..ROUNDS {
-        if r % 2 == 0 {
-            lib_rounds.push(round(&lib, &lib_objs, sizes, true)?);
-            core_rounds.push(round(&core, &core_objs, sizes, false)?);
-        } else {
-            core_rounds.push(round(&core, &core_objs, sizes, false)?);
-            lib_rounds.push(round(&lib, &lib_objs, sizes, true)?);
-        }
-    }
-    let mut ours = medians(&lib_rounds);
-    let core_m = medians(&core_rounds);
-    ours.ping_pong = ping_pong_rounds(&lib, &lib_objs, sizes)?;
+    // Each row: the library and the core in turns (see `chunked`).
+    let (lo, co) = (&lib_objs, &core_objs);
+    let both = |lib_f: &dyn Fn(u64) -> anyhow::Result<f64>,
+                core_f: &dyn Fn(u64) -> anyhow::Result<f64>,
+                n: u64| {
+        chunked(n, 2, |side, c| if side == 0 { lib_f(c) } else { core_f(c) }).map(|v| (v[0], v[1]))
+    };
+    let only =
+        |f: &dyn Fn(u64) -> anyhow::Result<f64>, n: u64| chunked(n, 1, |_, c| f(c)).map(|v| v[0]);
+    let (noop_l, noop_c) = both(
+        &|c| noop(&lib, lo, c, false),
+        &|c| noop(&core, co, c, false),
+        sizes.ops,
+    )?;
+    let (pair_l, pair_c) = both(
+        &|c| pairs(&lib, lo, c, false),
+        &|c| pairs(&core, co, c, false),
+        sizes.pairs,
+    )?;
+    let (look_l, look_c) = both(
+        &|c| lookups(&lib, lo, c),
+        &|c| lookups(&core, co, c),
+        sizes.ops,
+    )?;
+    let ours = Side {
+        noop: noop_l,
+        noop_heap: only(&|c| noop(&lib, lo, c, true), sizes.ops / PROBED_DIV)?,
+        pair: pair_l,
+        pair_heap: only(&|c| pairs(&lib, lo, c, true), sizes.pairs / PROBED_DIV)?,
+        lookup: look_l,
+        ping_pong: ping_pong_rounds(&lib, lo, sizes)?,
+    };
+    let core_m = Side {
+        noop: noop_c,
+        noop_heap: f64::NAN,
+        pair: pair_c,
+        pair_heap: f64::NAN,
+        lookup: look_c,
+        ping_pong: f64::NAN,
+    };
     lib_objs.remove(&lib);
     core_objs.remove(&core);
     let (kernel, place, note) = match kernel_side() {
