@@ -662,3 +662,105 @@ fn memfd_copy(user: usize, ours: usize, len: usize, to_user: bool) -> Result<(),
     let _ = sys(libc::SYS_close, [fd, 0, 0, 0, 0, 0]);
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page of our own, unmapped again: an address nothing is at.
+    fn hole() -> usize {
+        let p = sys(
+            libc::SYS_mmap,
+            [
+                0,
+                4096,
+                (libc::PROT_READ | libc::PROT_WRITE) as c_long,
+                (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as c_long,
+                -1,
+                0,
+            ],
+        )
+        .unwrap() as usize;
+        sys(libc::SYS_munmap, [p as c_long, 4096, 0, 0, 0, 0]).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_direct_path_is_the_stack_and_the_image() {
+        let on_stack = [7u8; 64];
+        let addr = on_stack.as_ptr() as usize;
+        assert!(direct(addr, 64, false));
+        assert!(direct(addr, 64, true));
+        let on_heap = Box::new([0u8; 64]);
+        assert!(!direct(on_heap.as_ptr() as usize, 64, false));
+        // Read-only data of this program: readable, not writable.
+        static TEXT: [u8; 5] = *b"image";
+        let t = TEXT.as_ptr() as usize;
+        assert!(direct(t, 5, false));
+        assert!(!direct(t, 5, true));
+        assert!(!direct(usize::MAX - 4, 8, false));
+    }
+
+    #[test]
+    fn every_copy_path_gives_efault_for_a_hole() {
+        let h = hole();
+        let mut buf = [0u8; 16];
+        assert_eq!(read(h, &mut buf), Err(Errno::EFAULT));
+        assert_eq!(write(h, &buf), Err(Errno::EFAULT));
+        assert_eq!(
+            vm_copy(h, buf.as_mut_ptr() as usize, 16, false),
+            Err(libc::EFAULT)
+        );
+        assert_eq!(
+            memfd_copy(h, buf.as_mut_ptr() as usize, 16, false),
+            Err(libc::EFAULT)
+        );
+        assert_eq!(
+            memfd_copy(h, buf.as_ptr() as usize, 16, true),
+            Err(libc::EFAULT)
+        );
+        assert_eq!(check_readable(h, 1), Err(Errno::EFAULT));
+        assert_eq!(with_bytes(h, 3, |b| b.len()), Err(Errno::EFAULT));
+        // Nothing to copy: no fault, whatever the address.
+        assert_eq!(read(h, &mut []), Ok(()));
+    }
+
+    #[test]
+    fn probed_copies_move_the_bytes() {
+        let src: Vec<u8> = (0..100u8).collect();
+        let mut dst = vec![0u8; 100];
+        for to_user in [false, true] {
+            dst.iter_mut().for_each(|b| *b = 0);
+            let (user, ours) = if to_user {
+                (dst.as_mut_ptr() as usize, src.as_ptr() as usize)
+            } else {
+                (src.as_ptr() as usize, dst.as_mut_ptr() as usize)
+            };
+            assert_eq!(vm_copy(user, ours, 100, to_user), Ok(()));
+            assert_eq!(dst, src);
+            dst.iter_mut().for_each(|b| *b = 0);
+            assert_eq!(memfd_copy(user, ours, 100, to_user), Ok(()));
+            assert_eq!(dst, src);
+        }
+        let heap = vec![9u8; 10];
+        assert_eq!(
+            with_bytes(heap.as_ptr() as usize, 10, |b| b.to_vec()),
+            Ok(heap.clone())
+        );
+    }
+
+    #[test]
+    fn threads_have_their_own_bounds() {
+        let main = stack().expect("the main thread's stack");
+        let other = std::thread::spawn(|| {
+            let local = 0u8;
+            let b = stack().expect("a thread's stack");
+            assert!(b.0 <= &local as *const u8 as usize && (&local as *const u8 as usize) < b.1);
+            assert!(direct(&local as *const u8 as usize, 1, true));
+            b
+        })
+        .join()
+        .unwrap();
+        assert_ne!(main, other);
+    }
+}
