@@ -8,10 +8,10 @@
 //! - **direct**, when the bytes lie where they cannot be unmapped or
 //!   write-protected while the call runs, short of the program doing it to
 //!   its own live memory: the calling thread's stack between its stack
-//!   pointer and the top of its stack (the caller's live frames), and the
-//!   main program's loaded segments (readable ones for reads; writable
-//!   ones, less the part made read-only after relocation (`PT_GNU_RELRO`),
-//!   for writes); or
+//!   pointer and the top of its stack (the caller's live frames,
+//!   `stack.rs`), and the main program's loaded segments (readable ones
+//!   for reads; writable ones, less the part made read-only after
+//!   relocation, for writes; `image.rs`); or
 //! - **probed by the kernel**: `process_vm_readv` / `process_vm_writev` on
 //!   our own pid copy between the caller's memory and a buffer of ours and
 //!   fail with EFAULT exactly where the kernel's copy would, with no fault
@@ -32,38 +32,27 @@
 //! system call (about the price of the kernel's own IPC call), so heap
 //! buffers are slower than stack and static ones.
 //!
-//! Each thread's stack bounds are found once (`pthread_getattr_np`) and
-//! kept in a table indexed by the thread pointer (the C library's thread
-//! control block, which no two live threads share), so a check costs a
-//! few loads and no thread-local look-up; a thread's entry is cleared when
-//! it exits (a `pthread_key` destructor). A thread that shares its
-//! creator's thread pointer (a raw `clone` without a new TLS) finds its
-//! creator's bounds, which hold its stack pointer only if its stack lies
-//! in its creator's, where the range is mapped all the same.
-//!
 //! # Safety
 //! A direct copy touches `[addr, addr + len)` only after [`direct`] found
 //! it inside the calling thread's stack above the current stack pointer
-//! (whose bounds come from `pthread_getattr_np` and whose pages from the
-//! stack pointer up are in use by live frames, so mapped read-write), or
-//! inside one of the main program's `PT_LOAD` segments with the needed
-//! permission (mapped for the program's life); the slices made over such
-//! memory live no longer than the call that made them. The probing system
-//! calls are given one `iovec` over a buffer of ours, of its length, and
-//! one over the caller's range; the kernel checks the caller's range.
-//! `dl_iterate_phdr` gives the callback a valid `dl_phdr_info` whose
-//! `dlpi_phdr` points to `dlpi_phnum` program headers. The thread pointer
-//! is read from `%fs:0` (x86-64, where glibc keeps the TCB's address) or
-//! `tpidr_el0` (aarch64); every thread that runs C library code has one.
-//! The `pthread_key` destructor only stores to atomics.
+//! or inside one of the main program's segments with the needed
+//! permission (see `stack.rs` and `image.rs` for why those are mapped for
+//! the whole call); the slices made over such memory live no longer than
+//! the call that made them. The probing system calls are given one
+//! `iovec` over a buffer of ours, of its length, and one over the caller's
+//! range; the kernel checks the caller's range.
 #![allow(unsafe_code)]
 
-use crate::hot::HOT;
+mod image;
+mod stack;
+
+use image::image_contains;
+pub use stack::Bounds;
+use stack::{stack, stack_pointer};
+
 use crate::next;
-use core::ffi::{c_int, c_long, c_void};
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
+use core::ffi::{c_long, c_void};
 use ipcns_core::{Errno, SysResult};
-use std::sync::OnceLock;
 
 /// Whether `[addr, addr + len)` may be touched directly (see the module
 /// doc); `write`: written, not only read.
@@ -84,314 +73,6 @@ fn direct(addr: usize, len: usize, write: bool) -> bool {
         return true;
     }
     image_contains(addr, end, write)
-}
-
-/// The stack pointer.
-#[inline(always)]
-fn stack_pointer() -> usize {
-    let sp: usize;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reads a register.
-    unsafe {
-        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags));
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: reads a register.
-    unsafe {
-        core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
-    }
-    sp
-}
-
-/// The thread pointer: the address of the calling thread's control block
-/// (x86-64: glibc keeps it at `%fs:0`; aarch64: `tpidr_el0`).
-#[inline(always)]
-fn thread_pointer() -> usize {
-    let tp: usize;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reads the TCB's self pointer at offset 0 of the thread's
-    // TLS block, which every thread running C library code has.
-    unsafe {
-        core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: reads a register.
-    unsafe {
-        core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
-    }
-    tp
-}
-
-/// One thread's stack bounds, keyed by its thread pointer: a small
-/// seqlock (`key` 0 while being written).
-#[repr(C, align(8))]
-pub struct Bounds {
-    key: AtomicUsize,
-    lo: AtomicUsize,
-    hi: AtomicUsize,
-}
-
-impl Bounds {
-    pub const fn new() -> Bounds {
-        Bounds {
-            key: AtomicUsize::new(0),
-            lo: AtomicUsize::new(0),
-            hi: AtomicUsize::new(0),
-        }
-    }
-
-    /// `(lo, hi)` if the entry is `tp`'s.
-    #[inline(always)]
-    fn read(&self, tp: usize) -> Option<(usize, usize)> {
-        // Acquire, then the fence before the second look: pairs with the
-        // writer's fence and Release (a torn read shows as a changed key).
-        if self.key.load(Ordering::Acquire) != tp {
-            return None;
-        }
-        let (lo, hi) = (
-            self.lo.load(Ordering::Relaxed),
-            self.hi.load(Ordering::Relaxed),
-        );
-        fence(Ordering::Acquire);
-        (self.key.load(Ordering::Relaxed) == tp).then_some((lo, hi))
-    }
-
-    fn write(&self, tp: usize, lo: usize, hi: usize) {
-        self.key.store(0, Ordering::Relaxed);
-        // Release fence: the cleared key is seen before the new bounds.
-        fence(Ordering::Release);
-        self.lo.store(lo, Ordering::Relaxed);
-        self.hi.store(hi, Ordering::Relaxed);
-        self.key.store(tp, Ordering::Release);
-    }
-}
-
-/// Other threads' bounds, one per cache line.
-#[repr(C, align(64))]
-struct Line(Bounds);
-
-const NSTACKS: usize = 256;
-static STACKS: [Line; NSTACKS] = [const { Line(Bounds::new()) }; NSTACKS];
-/// The main thread's are apart, in the hot line (and finding them reads
-/// /proc/self/maps, so no other thread may evict them).
-static MAIN: &Bounds = &HOT.main;
-
-#[inline(always)]
-fn index(tp: usize) -> usize {
-    (tp.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) % NSTACKS
-}
-
-/// The calling thread's stack `[lo, hi)`, if known (found once).
-#[inline(always)]
-fn stack() -> Option<(usize, usize)> {
-    let tp = thread_pointer();
-    let b = match MAIN.read(tp) {
-        Some(b) => b,
-        None => match STACKS[index(tp)].0.read(tp) {
-            Some(b) => b,
-            None => find_stack(tp),
-        },
-    };
-    (b.0 < b.1).then_some(b)
-}
-
-/// Finds and records the calling thread's stack bounds.
-#[cold]
-#[inline(never)]
-fn find_stack(tp: usize) -> (usize, usize) {
-    let main = sys(libc::SYS_gettid, [0; 6]).ok() == sys(libc::SYS_getpid, [0; 6]).ok();
-    let slot = if main { MAIN } else { &STACKS[index(tp)].0 };
-    // An empty range first: a call that re-enters while the bounds are
-    // looked up (pthread_getattr_np reads /proc/self/maps for the main
-    // thread) takes the probed path.
-    slot.write(tp, 1, 1);
-    let (lo, hi) = stack_bounds().unwrap_or((1, 1));
-    slot.write(tp, lo, hi);
-    if !main {
-        forget_at_exit(tp);
-    }
-    (lo, hi)
-}
-
-/// The key whose destructor clears an exiting thread's entry; u32::MAX
-/// none yet, u32::MAX - 1 being made.
-static EXIT_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
-
-extern "C" fn forget(tp: *mut c_void) {
-    let tp = tp as usize;
-    // Only if the entry is still this thread's (another may have taken
-    // the slot since). Relaxed: a reader re-checks the key after reading.
-    let _ = STACKS[index(tp)]
-        .0
-        .key
-        .compare_exchange(tp, 0, Ordering::Relaxed, Ordering::Relaxed);
-}
-
-/// Arranges for `forget(tp)` when the calling thread exits.
-fn forget_at_exit(tp: usize) {
-    let mut key = EXIT_KEY.load(Ordering::Acquire);
-    if key == u32::MAX
-        && EXIT_KEY
-            .compare_exchange(u32::MAX, u32::MAX - 1, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    {
-        let mut k: libc::pthread_key_t = 0;
-        // SAFETY: creates a key with a destructor that only touches atomics.
-        let r = unsafe { libc::pthread_key_create(&mut k, Some(forget)) };
-        key = if r == 0 { k } else { u32::MAX - 1 };
-        EXIT_KEY.store(key, Ordering::Release);
-    }
-    if key < u32::MAX - 1 {
-        // SAFETY: a valid key; the value is a number, never dereferenced.
-        unsafe { libc::pthread_setspecific(key, tp as *const c_void) };
-    }
-}
-
-/// The calling thread's stack, `[lowest, top)`, from `pthread_getattr_np`.
-fn stack_bounds() -> Option<(usize, usize)> {
-    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: fills the local attribute object for the calling thread.
-    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
-    if r != 0 {
-        return None;
-    }
-    let mut addr: *mut c_void = core::ptr::null_mut();
-    let mut size: usize = 0;
-    // SAFETY: `attr` was initialised by pthread_getattr_np just above;
-    // the out-pointers are locals.
-    let r = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size) };
-    // SAFETY: initialised above, destroyed once.
-    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
-    let lo = addr as usize;
-    (r == 0 && size > 0).then(|| (lo, lo.saturating_add(size)))
-}
-
-/// One range of the main program's image: `[lo, hi)`, and whether it may
-/// be written.
-#[derive(Clone, Copy, Debug)]
-struct Seg {
-    lo: usize,
-    hi: usize,
-    write: bool,
-}
-
-/// At most this many ranges are kept (a program has four or five).
-const MAX_SEGS: usize = 16;
-
-static IMAGE: OnceLock<([Seg; MAX_SEGS], usize)> = OnceLock::new();
-
-/// Whether `[addr, end)` lies in one readable (or, for `write`, writable
-/// and not RELRO) segment of the main program.
-#[inline]
-fn image_contains(addr: usize, end: usize, write: bool) -> bool {
-    let (segs, n) = IMAGE.get_or_init(image_segments);
-    segs[..*n]
-        .iter()
-        .any(|s| addr >= s.lo && end <= s.hi && (s.write || !write))
-}
-
-/// The main program's `PT_LOAD` segments (`PF_R` ones; writable unless
-/// inside its `PT_GNU_RELRO` range, which is cut out of them).
-fn image_segments() -> ([Seg; MAX_SEGS], usize) {
-    struct Acc {
-        segs: [Seg; MAX_SEGS],
-        n: usize,
-        done: bool,
-    }
-    unsafe extern "C" fn each(
-        info: *mut libc::dl_phdr_info,
-        _size: usize,
-        data: *mut c_void,
-    ) -> c_int {
-        // SAFETY: `data` is the `Acc` passed below, alive across the call
-        // and touched by nothing else meanwhile.
-        let acc = unsafe { &mut *data.cast::<Acc>() };
-        if acc.done {
-            return 1;
-        }
-        acc.done = true;
-        // SAFETY: dl_iterate_phdr hands a valid info whose headers array
-        // has dlpi_phnum entries (module doc).
-        let info = unsafe { &*info };
-        let phdrs = if info.dlpi_phdr.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: as above.
-            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
-        };
-        let base = info.dlpi_addr as usize;
-        let range = |p: &libc::Elf64_Phdr| {
-            let lo = base.wrapping_add(p.p_vaddr as usize);
-            (lo, lo.saturating_add(p.p_memsz as usize))
-        };
-        let relro = phdrs
-            .iter()
-            .find(|p| p.p_type == libc::PT_GNU_RELRO)
-            .map(range);
-        for p in phdrs.iter().filter(|p| p.p_type == libc::PT_LOAD) {
-            if p.p_flags & libc::PF_R == 0 {
-                continue;
-            }
-            let (lo, hi) = range(p);
-            let write = p.p_flags & libc::PF_W != 0;
-            let mut push = |s: Seg| {
-                if acc.n < MAX_SEGS && s.lo < s.hi {
-                    acc.segs[acc.n] = s;
-                    acc.n += 1;
-                }
-            };
-            match relro {
-                // A writable segment that holds the RELRO range: the range
-                // is read-only, the rest on either side writable. RELRO is
-                // rounded to pages by the loader, so the cut is widened to
-                // whole pages.
-                Some((rlo, rhi)) if write && rlo < hi && rhi > lo => {
-                    let mask = page_size() - 1;
-                    let (rlo, rhi) = (rlo & !mask, rhi.saturating_add(mask) & !mask);
-                    push(Seg {
-                        lo,
-                        hi: rlo.max(lo),
-                        write: true,
-                    });
-                    push(Seg {
-                        lo,
-                        hi,
-                        write: false,
-                    });
-                    push(Seg {
-                        lo: rhi.min(hi),
-                        hi,
-                        write: true,
-                    });
-                }
-                _ => push(Seg { lo, hi, write }),
-            }
-        }
-        1
-    }
-    let mut acc = Acc {
-        segs: [Seg {
-            lo: 0,
-            hi: 0,
-            write: false,
-        }; MAX_SEGS],
-        n: 0,
-        done: false,
-    };
-    // SAFETY: the callback only reads what dl_iterate_phdr hands it and
-    // writes `acc`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&mut acc as *mut Acc).cast()) };
-    (acc.segs, acc.n)
-}
-
-/// The page size (`AT_PAGESZ`; 64 KiB, the largest Linux uses, if the
-/// auxiliary vector lacks it).
-fn page_size() -> usize {
-    // SAFETY: getauxval reads the process's auxiliary vector; no pointer.
-    match unsafe { libc::getauxval(libc::AT_PAGESZ) } as usize {
-        p if p.is_power_of_two() => p,
-        _ => 1 << 16,
-    }
 }
 
 /// Reads the caller's `[addr, addr + out.len())` into `out`; EFAULT where
