@@ -7,18 +7,21 @@
 //! errno. See the crate's README for what it guarantees and what it does
 //! not reach.
 //!
-//! - `ffi`: the exported C functions, the constructor and destructor;
+//! - `ffi`: the exported C functions (the IPC calls and `syscall`; the
+//!   credential calls in `ffi/ids.rs`), the constructor and destructor;
 //! - `next`: the raw system call and the next definition of each
 //!   interposed symbol;
-//! - `user`: the caller's memory, read and written without faulting;
-//! - `state`: which namespace, who is calling;
+//! - `user`: the caller's memory, read and written without faulting (the
+//!   threads' stacks in `user/stack.rs`, the program's image in
+//!   `user/image.rs`);
+//! - `state`: which namespace; `cred`: who is calling, cached;
 //! - `sem`, `msg`, `shm`: each call, with the kernel's order of copies;
 //! - `structs`: the `*ctl` structures as bytes;
-//! - `cred`: who is calling, cached; `once`: values published for good;
-//!   `hot`: the words every call reads, in one cache line.
+//! - `once`: values published for good; `hot`: the words every call
+//!   reads, in one cache line.
 //!
-//! `unsafe` lives in `ffi`, `next`, `user` and `once` only, each opening
-//! with its `# Safety` section.
+//! `unsafe` lives in `ffi`, `next`, `user` and `once` only, each file
+//! opening with its `# Safety` section.
 
 #![deny(unsafe_code)]
 
