@@ -267,8 +267,10 @@ struct Side {
     ping_pong: f64,
 }
 
-/// Turns per round: each row's calls are made in this many chunks.
-const CHUNKS: u64 = 20;
+/// Turns per round: each row's calls are made in this many chunks (5000
+/// semops each: a chunk is short beside a time slice, so most chunks run
+/// uninterrupted even on a loaded machine).
+const CHUNKS: u64 = 200;
 
 /// One row on one or two sides: ROUNDS x CHUNKS chunks of `n / CHUNKS`
 /// calls (`run(side, calls)` makes them and gives ns per call), the sides
