@@ -47,6 +47,31 @@ static void relay(pid_t c, int fd)
 	close(fd);
 }
 
+/* Waits (up to 5 s) until process `pid` sleeps (state S in
+ * /proc/PID/stat: blocked in a call, not spinning or running), then a
+ * little longer. */
+static int asleep(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "r");
+		char buf[512] = "";
+		if (f) {
+			if (!fgets(buf, sizeof buf, f))
+				buf[0] = 0;
+			fclose(f);
+		}
+		char *p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S') {
+			usleep(20000);
+			return 1;
+		}
+		usleep(1000);
+	}
+	return 0;
+}
+
 static unsigned long nattch(int h)
 {
 	struct shmid_ds ds;
@@ -124,16 +149,18 @@ int main(int argc, char **argv)
 		T(msgrcv(q, &m, 16, 0, 0));
 		exit(0);
 	}
+	SAY("receiver asleep: %d", asleep(c));
+	struct { long mtype; char mtext[16]; } m = { 7, "wake up" };
+	T(msgsnd(q, &m, 8, 0));
+	/* Asleep again, in its second msgrcv (its first receive done). */
+	struct msqid_ds qs;
 	for (int i = 0; i < 5000; i++) {
-		struct msqid_ds qs;
 		msgctl(q, IPC_STAT, &qs);
-		if (qs.msg_lrpid == 0 && i > 50)
+		if (qs.msg_lrpid == c)
 			break;
 		usleep(1000);
 	}
-	struct { long mtype; char mtext[16]; } m = { 7, "wake up" };
-	T(msgsnd(q, &m, 8, 0));
-	usleep(100000);
+	SAY("receiver asleep again: %d", asleep(c));
 	T(msgctl(q, IPC_RMID, NULL));
 	relay(c, fd);
 

@@ -141,7 +141,7 @@ fn reentry_fails_fast() {
     let bin = compile("first", s.path(), &[]);
     let hook = s.path().join("libhook.so");
     let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "gcc".to_string()))
-        .args(["-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o"])
+        .args(["-O1", "-Wall", "-shared", "-fPIC", "-o"])
         .arg(&hook)
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hook.c"))
         .output()
