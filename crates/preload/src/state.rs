@@ -1,23 +1,19 @@
-//! Which namespace the process uses.
-//!
-//! # The namespace
-//! Chosen once, at the first IPC call of the process (lazily: a program
-//! that never calls one never touches an arena): an inherited descriptor
-//! `IPCNS_FD=N` (set by `ipcns run`) wins if it is open on a valid arena;
-//! else the namespace `$IPCNS` (default `default`) in `$IPCNS_DIR`
-//! (default `/dev/shm/ipcns-UID`), created if missing, as the `ipcns`
-//! commands find it. If it cannot be opened, one line says why on stderr
-//! and every IPC call fails with ENOSYS (what a kernel without System V
-//! IPC answers).
+//! Which namespace the process uses: chosen once, at the process's first
+//! IPC call (lazily: a program that never calls one never touches an
+//! arena). An inherited descriptor `IPCNS_FD=N` (set by `ipcns run`) wins
+//! if it is open on a valid arena; else the namespace `$IPCNS` (default
+//! `default`) in `$IPCNS_DIR` (default `/dev/shm/ipcns-UID`), created if
+//! missing, as the `ipcns` commands find it. If it cannot be opened, one
+//! line says why on stderr and every IPC call fails with ENOSYS (what a
+//! kernel without System V IPC answers).
 //!
 //! The choice is published once for good (`once.rs`): after it, the hot
-//! path is one acquire load. The first caller makes it while the others wait (a spin
-//! flag, reset in a fork child, so a fork during the choice cannot leave
-//! the child waiting for a thread it does not have). A call that arrives
-//! on the thread that is making the choice (another preloaded library
-//! intercepting something the choice does, and calling us back) fails at
-//! once with ENOSYS instead of waiting for itself.
-//!
+//! path is one acquire load. The first caller makes it while the others
+//! wait (a spin flag, reset in a fork child, so a fork during the choice
+//! cannot leave the child waiting for a thread it does not have). A call
+//! that arrives on the thread that is making the choice (another preloaded
+//! library intercepting something the choice does, and calling us back)
+//! fails at once with ENOSYS instead of waiting for itself.
 
 use crate::hot::HOT;
 use crate::once::Published;
@@ -73,7 +69,7 @@ fn choose() -> SysResult<&'static Namespace> {
             return r;
         }
         // Acquire: pairs with the Release that ends a choice, so its
-        // published value is visible (the OnceLock orders it too).
+        // published value is visible (its publication orders it too).
         if BUSY
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
