@@ -132,9 +132,7 @@ pub fn free(a: &Arena, off: u64, size: u64) -> Result<(), Errno> {
 }
 
 fn zero(a: &Arena, off: u64, len: u64) -> Result<(), Errno> {
-    for w in a.view_slice::<AtomicU64>(off, (len / 8) as usize)? {
-        w.store(0, Relaxed);
-    }
+    crate::arena::bytes::zero(a.view_slice::<AtomicU64>(off, (len / 8) as usize)?);
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! one; attaching checks the magic number, the layout version and the sizes
 //! before anything else is read.
 
+pub(crate) mod bytes;
 mod file;
 pub mod header;
 pub mod layout;
