@@ -182,7 +182,9 @@ pub(super) fn take_block<'a>(
             Err(_) => s.cache.store(0, Relaxed),
         }
     }
-    let off = heap::alloc(a, MSG_HEADER + size)?;
+    // Not zeroed: the header and the text are written before anything
+    // reads them (a repair reads only the size, written first).
+    let off = heap::alloc_uninit(a, MSG_HEADER + size)?;
     // The size first: a repair frees the block by it.
     a.view::<AtomicU64>(off + 16)?
         .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);

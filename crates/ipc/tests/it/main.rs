@@ -6,6 +6,7 @@ mod corrupt;
 mod crash;
 mod diff;
 mod fuzz;
+mod heap;
 mod msgcrash;
 mod msgdiff;
 mod msgop;
