@@ -253,8 +253,8 @@ fn heap(a: &Arena, out: &mut Out) {
 /// Cpus whose caches are listed, at most.
 const MAX_CACHE_CPUS: u32 = 4;
 
-/// The per-cpu caches of the first cpus: each one's byte count, and the
-/// stack of each class that holds blocks (its count and its offsets).
+/// The per-cpu caches of the first cpus: the stack of each class that
+/// holds blocks (its count and its offsets), and the smallest class's.
 fn caches(a: &Arena, out: &mut Out) {
     let l = a.layout();
     for cpu in 0..l.cache_cpus.min(MAX_CACHE_CPUS) {
@@ -262,11 +262,6 @@ fn caches(a: &Arena, out: &mut Out) {
         let Ok(k) = a.view::<CpuCache>(base) else {
             return;
         };
-        out.push(
-            format!("heap.cache[{cpu}].in_use"),
-            base,
-            span!(k, CpuCache, in_use),
-        );
         for (c, st) in k.stacks.iter().enumerate() {
             // The smallest class always (message headers, wait records),
             // the others when they hold blocks.

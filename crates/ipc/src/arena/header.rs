@@ -10,8 +10,8 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"IPCNSARN");
 /// lock kind, boot id and per-cpu mode in the header, reserved room for the
 /// process records. Version 3: the heap's per-cpu caches (their region
 /// after the tables, `cache_cpus` in the header), the heap's file
-/// reservation mark (`HeapState::reserved`), `in_use` split between the
-/// heap state and the caches.
+/// reservation mark (`HeapState::reserved`); `in_use` counts what the
+/// global level handed out, caches included.
 pub const LAYOUT_VERSION: u32 = 3;
 /// `flags` bit: ipcmni_extend mode.
 pub const FLAG_EXTEND: u32 = 1;
@@ -135,7 +135,7 @@ const _: () = {
 /// Size classes of the heap: 32 B to 64 KiB in powers of two.
 pub const HEAP_CLASSES: usize = 12;
 
-/// The heap's state. Protected by `lock`, but `in_use` (atomic updates).
+/// The heap's state. Protected by `lock`.
 ///
 /// # Layout
 /// 256 bytes: `lock` @0, `top` @32, `end` @40, `free` @48, `runs` @144,
@@ -153,9 +153,9 @@ pub struct HeapState {
     /// Free list of page runs (first-fit); a run's first page stays
     /// reserved, the rest is given back to the file system.
     pub runs: AtomicU64,
-    /// Bytes handed out and not freed by the locked paths, wrapping (a
-    /// block handed out through a cache and freed under the lock makes it
-    /// "negative"): the heap's total is this plus every cache's count.
+    /// Bytes handed out by the global level (to callers, or onto the
+    /// per-cpu stacks) and not taken back: the bytes in use are this less
+    /// what the stacks hold (heap/mod.rs).
     pub in_use: AtomicU64,
     /// The file is reserved from `top` up to here (`fallocate` ahead of
     /// `top`, a chunk at a time, so that a new block rarely costs a system

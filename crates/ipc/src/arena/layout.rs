@@ -10,7 +10,7 @@
 //!   bitmap               ipc_mni bits, 1 = index in use
 //!   summary              ipc_mni / 64 bits, 1 = bitmap word full
 //!   reserved             1 bit per page of slots, 1 = reserved in the file
-//! caches, page aligned   cache_cpus * 1344 bytes: the heap's per-cpu
+//! caches, page aligned   cache_cpus * 1280 bytes: the heap's per-cpu
 //!                        caches of free blocks (heap/cache.rs), one
 //!                        `CpuCache` per cpu; none when cache_cpus is 0
 //! heap                   everything else (arrays, messages, key tables)
@@ -25,7 +25,7 @@
 /// Bytes reserved for the header.
 pub const HEADER_SIZE: u64 = 64 * 1024;
 /// Bytes of one cpu's cache (`heap::cache::CpuCache`, pinned there).
-pub const CPU_CACHE_SIZE: u64 = 1344;
+pub const CPU_CACHE_SIZE: u64 = 1280;
 /// The most cpus an arena keeps caches for (Linux's largest `NR_CPUS`);
 /// a header asking for more describes no arena of ours.
 pub const MAX_CACHE_CPUS: u32 = 8192;

@@ -26,7 +26,7 @@
 //! section (a count out of range is reset to 0 by the cpu's next user, the
 //! offsets it covered leaked); every offset popped is checked by the heap
 //! (in the heap, aligned for its class) before it is used, and dropped
-//! otherwise. A cache's byte count is only a statistic.
+//! otherwise.
 //!
 //! # Safety
 //! [`Caches`] holds the address of the arena mapping's cache region: inside
@@ -71,14 +71,9 @@ pub struct CacheStack {
 /// One cpu's cache. Written only by rseq sections on its cpu (module doc).
 ///
 /// # Layout
-/// 1344 bytes (`CPU_CACHE_SIZE`): `in_use` @0 on a line of its own,
-/// `stacks` @64, 128 bytes per class.
+/// 1280 bytes (`CPU_CACHE_SIZE`): `stacks` @0, 128 bytes per class.
 #[repr(C, align(64))]
 pub struct CpuCache {
-    /// Bytes handed out minus bytes freed through this cpu's cache,
-    /// wrapping (a block may be freed on another cpu than it was taken).
-    pub in_use: AtomicU64,
-    pub _pad: [AtomicU64; 7],
     pub stacks: [CacheStack; CACHED_CLASSES],
 }
 
@@ -86,8 +81,7 @@ const _: () = {
     assert!(size_of::<CacheStack>() == 128);
     assert!(offset_of!(CacheStack, items) == 8);
     assert!(size_of::<CpuCache>() as u64 == CPU_CACHE_SIZE);
-    assert!(offset_of!(CpuCache, in_use) == 0);
-    assert!(offset_of!(CpuCache, stacks) == 64);
+    assert!(offset_of!(CpuCache, stacks) == 0);
 };
 
 // repr(C), atomics only; no Drop.
@@ -196,20 +190,6 @@ impl Caches {
         }
     }
 
-    /// Adds `delta` (two's complement) to this cpu's byte count; false
-    /// when this thread cannot run the section (nothing added).
-    pub(super) fn count(&self, delta: u64) -> bool {
-        loop {
-            // SAFETY: module doc; `in_use` is the slot's first word.
-            match unsafe {
-                strict::add(&self.slots, Index::Cpu, offset_of!(CpuCache, in_use), delta)
-            } {
-                Some(Outcome::Abort) => {}
-                Some(_) => return true,
-                None => return false,
-            }
-        }
-    }
 }
 
 /// Offset of class `c`'s stack in a slot, if `c` is cached.
@@ -239,11 +219,17 @@ pub(super) fn view(a: &Arena, cpu: u32) -> Option<&CpuCache> {
         .flatten()
 }
 
-/// The sum of the caches' byte counts (wrapping).
-pub(super) fn counted(a: &Arena) -> u64 {
+/// The bytes on every stack (their counts times their classes; a count
+/// out of range counts nothing), read without a lock.
+pub(super) fn cached_bytes(a: &Arena) -> u64 {
     (0..a.layout().cache_cpus)
         .filter_map(|cpu| view(a, cpu))
-        .fold(0u64, |n, k| n.wrapping_add(k.in_use.load(Relaxed)))
+        .flat_map(|k| k.stacks.iter().enumerate())
+        .map(|(c, st)| match st.count.load(Relaxed) {
+            n if n <= CACHE_CAP as u64 => n * (32 << c),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// What the caches hold, read without a lock: per cpu and class, the count

@@ -23,13 +23,16 @@
 //! other step is one store (cache.rs, global.rs), so a death anywhere
 //! leaks at most one block, never gives one block to two owners.
 //!
-//! Accounting: the bytes in use are the heap state's `in_use` plus each
-//! cache's count (a thread counts on its cpu's cache when it can run a
-//! section, else in the heap state), all wrapping. A free is counted
-//! before its block is given back and an alloc after its block is taken,
-//! so a death in between leaves a leaked block uncounted, and the bytes
-//! in use plus the bytes free never exceed the bytes handed out from the
-//! top (the audit checks it).
+//! Accounting: the heap state's `in_use` counts the bytes the global level
+//! handed out (to a caller, or onto a stack) and not taken back, under the
+//! lock; the bytes in use are that less the bytes on the stacks (their
+//! counts times their classes, read when asked). So a pop or a push on a
+//! stack is the whole of an alloc or a free: one section, no count. Blocks
+//! leave the global level counted after they are taken off a list, and
+//! come back uncounted before they are put on one: a death in between
+//! leaves a leaked block counted or not, but never a free block counted,
+//! so the bytes in use plus the bytes free never exceed the bytes handed
+//! out from the top (the audit checks it).
 //!
 //! Every offset read from a list or a stack is checked against the heap
 //! and its class's alignment before it is followed or handed out.
@@ -83,7 +86,7 @@ fn plausible(a: &Arena, off: u64, len: u64, align: u64) -> bool {
 /// ENOMEM when the heap or the file system is full.
 ///
 /// Lock state: takes the heap lock only to refill a cache, or for a size
-/// without one; leaves it free.
+/// without one (or a thread without rseq); leaves it free.
 pub fn alloc(a: &Arena, size: u64) -> Result<u64, Errno> {
     let off = alloc_uninit(a, size)?;
     zero(a, off, footprint(size))?;
@@ -103,8 +106,8 @@ pub fn alloc_uninit(a: &Arena, size: u64) -> Result<u64, Errno> {
         Some(off) => off,
         None => global::bump(a, pages * PAGE, PAGE)?,
     };
-    drop(g);
     count(a, pages * PAGE);
+    drop(g);
     Ok(off)
 }
 
@@ -117,10 +120,7 @@ fn small(a: &Arena, c: usize, s: u64) -> Result<u64, Errno> {
         // block of this class (leaked).
         for _ in 0..=CACHE_CAP {
             match k.pop(c) {
-                Some(Pop::Block(off)) if plausible(a, off, s, align) => {
-                    count(a, s);
-                    return Ok(off);
-                }
+                Some(Pop::Block(off)) if plausible(a, off, s, align) => return Ok(off),
                 Some(Pop::Block(_)) => {}
                 Some(Pop::BadCount(n)) => {
                     k.reset(c, n);
@@ -131,12 +131,11 @@ fn small(a: &Arena, c: usize, s: u64) -> Result<u64, Errno> {
             }
         }
     }
-    let g = global::lock(a)?;
+    let _g = global::lock(a)?;
     let off = match global::pop_free(a, c, s, align)? {
         Some(off) => off,
         None => global::bump(a, s, align)?,
     };
-    drop(g);
     count(a, s);
     Ok(off)
 }
@@ -150,24 +149,25 @@ fn batch(limit: u32) -> u32 {
 /// list (or new memory), and a batch more from the list onto the stack.
 fn refill(a: &Arena, k: &Caches, c: usize, s: u64) -> Result<u64, Errno> {
     let align = s.min(PAGE);
-    let g = global::lock(a)?;
+    let _g = global::lock(a)?;
     let off = match global::pop_free(a, c, s, align)? {
         Some(off) => off,
         None => global::bump(a, s, align)?,
     };
+    count(a, s);
     for _ in 0..batch(k.limit(c)) {
         let Ok(Some(b)) = global::pop_free(a, c, s, align) else {
             break;
         };
+        count(a, s);
         if k.push(c, b) != Some(true) {
             // Full meanwhile (another thread on this cpu), or moved to a
             // cpu whose stack is: back to the list.
+            count(a, s.wrapping_neg());
             let _ = global::push_free(a, c, b);
             break;
         }
     }
-    drop(g);
-    count(a, s);
     Ok(off)
 }
 
@@ -182,15 +182,14 @@ pub fn free(a: &Arena, off: u64, size: u64) -> Result<(), Errno> {
         if !plausible(a, off, pages * PAGE, PAGE) {
             return Err(Errno::EUCLEAN);
         }
-        count(a, (pages * PAGE).wrapping_neg());
         let _g = global::lock(a)?;
+        count(a, (pages * PAGE).wrapping_neg());
         return global::free_run(a, off, pages);
     }
     let (c, s) = class(size);
     if !plausible(a, off, s, s.min(PAGE)) {
         return Err(Errno::EUCLEAN);
     }
-    count(a, s.wrapping_neg());
     if let Some(k) = a.caches().filter(|k| k.limit(c) > 0) {
         match k.push(c, off) {
             Some(true) => return Ok(()),
@@ -199,6 +198,7 @@ pub fn free(a: &Arena, off: u64, size: u64) -> Result<(), Errno> {
         }
     }
     let _g = global::lock(a)?;
+    count(a, s.wrapping_neg());
     global::push_free(a, c, off)
 }
 
@@ -209,6 +209,7 @@ fn drain(a: &Arena, k: &Caches, c: usize, s: u64, off: u64) -> Result<(), Errno>
     for _ in 0..batch(k.limit(c)) {
         match k.pop(c) {
             Some(Pop::Block(b)) if plausible(a, b, s, s.min(PAGE)) => {
+                count(a, s.wrapping_neg());
                 global::push_free(a, c, b)?;
             }
             Some(Pop::Block(_)) => {}
@@ -221,18 +222,20 @@ fn drain(a: &Arena, k: &Caches, c: usize, s: u64, off: u64) -> Result<(), Errno>
     }
     match k.push(c, off) {
         Some(true) => Ok(()),
-        _ => global::push_free(a, c, off),
+        _ => {
+            count(a, s.wrapping_neg());
+            global::push_free(a, c, off)
+        }
     }
 }
 
-/// Adds `delta` (two's complement) to the bytes in use: on this cpu's
-/// cache when the thread can run a section, else in the heap state.
+/// Adds `delta` (two's complement) to the bytes the global level handed
+/// out. Heap lock held.
 fn count(a: &Arena, delta: u64) {
-    if a.caches().is_some_and(|k| k.count(delta)) {
-        return;
-    }
-    // Relaxed: a statistic; nothing is ordered by it.
-    a.header().heap.in_use.fetch_add(delta, Relaxed);
+    let w = &a.header().heap.in_use;
+    // Relaxed: written under the heap lock only (its release orders it);
+    // readers without the lock take it as a statistic.
+    w.store(w.load(Relaxed).wrapping_add(delta), Relaxed);
 }
 
 fn zero(a: &Arena, off: u64, len: u64) -> Result<(), Errno> {
@@ -240,14 +243,15 @@ fn zero(a: &Arena, off: u64, len: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Bytes currently allocated: the heap state's count and every cache's
-/// (0 if they add up to less, as a corrupt arena's may).
+/// Bytes currently allocated: what the global level handed out, less
+/// what sits on the per-cpu stacks (0 if that is negative, as in a
+/// corrupt arena).
 pub fn in_use(a: &Arena) -> u64 {
     let n = a
         .header()
         .heap
         .in_use
         .load(Relaxed)
-        .wrapping_add(cache::counted(a));
+        .wrapping_sub(cache::cached_bytes(a));
     if (n as i64) < 0 { 0 } else { n }
 }
