@@ -106,7 +106,7 @@ fn run_next(a: &Arena, off: u64) -> Result<&AtomicU64, Errno> {
 }
 
 fn run_pages(a: &Arena, off: u64) -> Result<&AtomicU64, Errno> {
-    a.view::<AtomicU64>(off + 8)
+    a.view::<AtomicU64>(off.checked_add(8).ok_or(Errno::EFAULT)?)
 }
 
 /// Puts the run of `pages` pages at `off` (checked by the caller) on the
@@ -186,6 +186,7 @@ pub(super) fn runs(a: &Arena, max: usize) -> (Vec<(u64, u64)>, Option<String>) {
             Ok(p) if plausible(a, cur, PAGE, PAGE) => p.load(Relaxed),
             _ => return (out, Some(format!("run list links to {cur:#x}, no run"))),
         };
+        // (run_pages checks its own offset: `cur` is not trusted yet.)
         if n == 0 || !a.in_heap(cur, n.saturating_mul(PAGE)) {
             return (out, Some(format!("run at {cur:#x} of {n} pages")));
         }

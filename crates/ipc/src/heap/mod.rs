@@ -73,7 +73,7 @@ pub fn footprint(size: u64) -> u64 {
     if size <= MAX_SMALL {
         class(size).1
     } else {
-        size.div_ceil(PAGE) * PAGE
+        size.div_ceil(PAGE).saturating_mul(PAGE)
     }
 }
 
@@ -99,6 +99,9 @@ pub fn alloc_uninit(a: &Arena, size: u64) -> Result<u64, Errno> {
     if size <= MAX_SMALL {
         let (c, s) = class(size);
         return small(a, c, s);
+    }
+    if size > a.layout().size {
+        return Err(Errno::ENOMEM);
     }
     let pages = size.div_ceil(PAGE).max(1);
     let g = global::lock(a)?;
@@ -178,6 +181,9 @@ fn refill(a: &Arena, k: &Caches, c: usize, s: u64) -> Result<u64, Errno> {
 /// without one; leaves it free.
 pub fn free(a: &Arena, off: u64, size: u64) -> Result<(), Errno> {
     if size > MAX_SMALL {
+        if size > a.layout().size {
+            return Err(Errno::EUCLEAN);
+        }
         let pages = size.div_ceil(PAGE);
         if !plausible(a, off, pages * PAGE, PAGE) {
             return Err(Errno::EUCLEAN);

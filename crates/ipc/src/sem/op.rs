@@ -116,7 +116,9 @@ fn attempt(
         if sop.sem_op == 0 && cur != 0 {
             return would_block(true);
         }
-        let result = cur + i32::from(sop.sem_op);
+        // Saturating: a corrupt arena's semval may be anything (ERANGE or
+        // a block then, never an overflow).
+        let result = cur.saturating_add(i32::from(sop.sem_op));
         // "if (result < 0) goto would_block;"
         if result < 0 {
             return would_block(false);
