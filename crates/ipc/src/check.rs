@@ -29,7 +29,10 @@ impl Namespace {
     /// holds a live object and each live object's index is used; every
     /// keyed object is found by its key and the key table holds nothing
     /// else; `in_use`, `max_idx` and the mechanism counters equal what the
-    /// objects add up to. Returns the census, or the first violation.
+    /// objects add up to; and of the heap: every free block (on a list, a
+    /// per-cpu cache or a run) is a block of its class and free once, and
+    /// the bytes in use and free fit in the heap (heap/audit.rs). Returns
+    /// the census, or the first violation.
     pub fn check(&self) -> Result<Census, String> {
         let (census, problems) = self.problems();
         match problems.into_iter().next() {
@@ -51,6 +54,12 @@ impl Namespace {
             shm: check_kind::<ShmKind>(a, &mut p),
         };
         check_procs(a, &mut p);
+        p.extend(
+            crate::heap::audit(a)
+                .1
+                .into_iter()
+                .map(|x| format!("heap: {x}")),
+        );
         (census, p)
     }
 }

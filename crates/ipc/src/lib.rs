@@ -58,6 +58,7 @@ not_loom! {
     pub use check::Census;
     pub use creds::Cred;
     pub use errno::{Errno, SysResult};
+    pub use heap::HeapStats;
     pub use lock::{Holder, Liveness};
     pub use namespace::Namespace;
     pub use sysctl::NAMES as SYSCTLS;

@@ -243,6 +243,32 @@ impl Namespace {
         crate::heap::in_use(&self.arena)
     }
 
+    /// The heap's figures (bytes in use, handed out, free on the lists and
+    /// in the per-cpu caches), as `check` finds them.
+    pub fn heap_stats(&self) -> crate::heap::HeapStats {
+        crate::heap::audit(&self.arena).0
+    }
+
+    /// The heap's allocator, for tests that drive it directly: a block of
+    /// `size` bytes (zeroed), as the objects' code gets one.
+    #[doc(hidden)]
+    pub fn heap_alloc(&self, size: u64) -> crate::errno::SysResult<u64> {
+        crate::heap::alloc(&self.arena, size)
+    }
+
+    /// Frees a block from [`Namespace::heap_alloc`] (for tests).
+    #[doc(hidden)]
+    pub fn heap_free(&self, off: u64, size: u64) -> crate::errno::SysResult<()> {
+        crate::heap::free(&self.arena, off, size)
+    }
+
+    /// The word at `off` of the arena, if inside it and aligned (for
+    /// tests that mark the blocks they hold).
+    #[doc(hidden)]
+    pub fn arena_word(&self, off: u64) -> Option<&core::sync::atomic::AtomicU64> {
+        self.arena.view(off).ok()
+    }
+
     /// The calling process's credentials, cached (see [`crate::creds`]).
     pub fn cred(&self) -> std::io::Result<Arc<Cred>> {
         creds::current(

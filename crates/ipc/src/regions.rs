@@ -1,7 +1,7 @@
 //! The arena's interesting byte ranges, named, for the corruption fuzzer
 //! (tests/it/fuzz.rs): the header's identity words, the limits, each
 //! registry and its key table, the slots in use and their locks, the
-//! bitmaps, the heap's state and its used range.
+//! bitmaps, the heap's state, its used range and its per-cpu caches.
 //!
 //! Offsets come from `offset_of!` and `size_of_val` on the real types, so
 //! the list follows layout changes. Everything is read through the checked
@@ -14,6 +14,7 @@
 use crate::arena::Arena;
 use crate::arena::header::{Header, HeapState, Limits, Registry};
 use crate::arena::layout::Mech;
+use crate::heap::{CacheStack, CpuCache};
 use crate::namespace::Namespace;
 use crate::object::{Head, MsgSlot, Sem, SemSlot, ShmSlot};
 use core::mem::{offset_of, size_of, size_of_val};
@@ -224,7 +225,11 @@ fn heap(a: &Arena, out: &mut Out) {
     let hs = &a.header().heap;
     let base = offset_of!(Header, heap) as u64;
     out.push("heap.lock".into(), base, span!(hs, HeapState, lock));
-    out.push("heap.top".into(), base, span!(hs, HeapState, top, end));
+    out.push(
+        "heap.top".into(),
+        base,
+        span!(hs, HeapState, top, end, reserved),
+    );
     out.push("heap.free".into(), base, span!(hs, HeapState, free));
     out.push("heap.runs".into(), base, span!(hs, HeapState, runs));
     out.push("heap.in_use".into(), base, span!(hs, HeapState, in_use));
@@ -242,6 +247,42 @@ fn heap(a: &Arena, out: &mut Out) {
     if top > from {
         out.push("heap.used".into(), from, (0, top - from));
     }
+    caches(a, out);
+}
+
+/// Cpus whose caches are listed, at most.
+const MAX_CACHE_CPUS: u32 = 4;
+
+/// The per-cpu caches of the first cpus: the stack of each class that
+/// holds blocks (its count and its offsets), and the smallest class's.
+fn caches(a: &Arena, out: &mut Out) {
+    let l = a.layout();
+    for cpu in 0..l.cache_cpus.min(MAX_CACHE_CPUS) {
+        let base = l.caches + u64::from(cpu) * size_of::<CpuCache>() as u64;
+        let Ok(k) = a.view::<CpuCache>(base) else {
+            return;
+        };
+        for (c, st) in k.stacks.iter().enumerate() {
+            // The smallest class always (message headers, wait records),
+            // the others when they hold blocks.
+            if c > 0 && st.count.load(Relaxed) == 0 {
+                continue;
+            }
+            let at = base
+                + offset_of!(CpuCache, stacks) as u64
+                + (c * size_of::<CacheStack>()) as u64;
+            out.push(
+                format!("heap.cache[{cpu}].class[{c}]"),
+                at,
+                (0, size_of::<CacheStack>() as u64),
+            );
+            out.push(
+                format!("heap.cache[{cpu}].class[{c}].count"),
+                at,
+                span!(st, CacheStack, count),
+            );
+        }
+    }
 }
 
 /// Where things are, for a fuzzer writing extreme offsets.
@@ -251,6 +292,13 @@ pub struct Facts {
     pub heap_off: u64,
     pub registries: u64,
     pub heap_state: u64,
+    /// The per-cpu caches: offset, cpus, bytes per cpu, offset of the
+    /// first class's stack in a cpu's cache, bytes per stack.
+    pub caches: u64,
+    pub cache_cpus: u32,
+    pub cpu_cache: u64,
+    pub stacks: u64,
+    pub stack: u64,
 }
 
 impl Namespace {
@@ -263,6 +311,11 @@ impl Namespace {
             heap_off: l.heap_off,
             registries: core::mem::offset_of!(Header, registries) as u64,
             heap_state: core::mem::offset_of!(Header, heap) as u64,
+            caches: l.caches,
+            cache_cpus: l.cache_cpus,
+            cpu_cache: size_of::<CpuCache>() as u64,
+            stacks: offset_of!(CpuCache, stacks) as u64,
+            stack: size_of::<CacheStack>() as u64,
         }
     }
 }

@@ -25,8 +25,10 @@
 //!   area's address for a loop, so each read is one load;
 //! - [`ops`]: the critical sections (load-add-store, load-compare-store,
 //!   double compare, try-store-then-store, list push and pop over
-//!   [`Blocks`]), indexed by
+//!   [`Blocks`], bounded stack push and pop), indexed by
 //!   cpu or `mm_cid`, each returning [`Outcome`] success / miss / abort;
+//!   [`ops::strict`]: the same with no atomic fallback (`None` where no
+//!   section can run), for memory every user must update in sections;
 //! - safe types: [`PerCpu`], [`PerCpuCounter`], [`FreeList`] (per-cpu stacks
 //!   of 32-bit block indexes, so regions of 4 GiB and more; every index read
 //!   from shared memory is checked before use, see [`BadIndex`]), usable in
@@ -69,5 +71,5 @@ pub use mode::{
     Errno, Info, Mode, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid,
     mm_cid_available, mode, node_id, sched_getcpu, thread_registered,
 };
-pub use ops::{BadIndex, Blocks, Index, Outcome, Slots};
+pub use ops::{BadCount, BadIndex, Blocks, Index, Outcome, Slots};
 pub use percpu::{PerCpu, Slot};

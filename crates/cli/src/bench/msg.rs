@@ -8,7 +8,11 @@
 //!   on queue B, the other answers: ns per round trip (8 bytes each way).
 //! - Scaling: "a pair" is one process doing msgsnd+msgrcv pairs of 8 bytes
 //!   on a queue of its own; two pairs run at once, each bound to a cpu of
-//!   its own, beside one pair alone: the ratio of their throughputs.
+//!   its own, beside one pair alone: the ratio of their throughputs. Then
+//!   the same in bursts: BURST messages sent, then BURST received, so
+//!   that every message but one of each burst takes a block from the
+//!   arena's heap and gives it back (a queue keeps one block for its next
+//!   message; the heap serves the rest).
 //! - Arena bytes per queued 8-byte message (heap growth over 1000 queued
 //!   messages; the queue's slot is not counted).
 //!
@@ -35,6 +39,8 @@ const SIZES: [usize; 4] = [8, 64, 1024, 8192];
 const PAIRS: u64 = 200_000;
 const ROUND_TRIPS: u64 = 50_000;
 const QUEUED: u64 = 1000;
+/// Messages sent before they are received, in the burst rows.
+const BURST: u64 = 16;
 
 /// Iteration counts: the real ones, or a thousandth with
 /// `IPCNS_BENCH_QUICK=1`.
@@ -146,6 +152,24 @@ fn pairs<Q: Queues>(q: &mut Q, id: i32, len: usize, n: u64) -> anyhow::Result<()
     Ok(())
 }
 
+/// `n` msgsnd+msgrcv pairs of 8 bytes on queue `id`, `burst` sends then
+/// `burst` receives at a time (`n` is rounded up to whole bursts).
+fn bursts<Q: Queues>(q: &mut Q, id: i32, burst: u64, n: u64) -> anyhow::Result<()> {
+    if burst <= 1 {
+        return pairs(q, id, 8, n);
+    }
+    for _ in 0..n.div_ceil(burst) {
+        for _ in 0..burst {
+            q.send(id, 1, 8)?;
+        }
+        for _ in 0..burst {
+            let got = q.receive(id, 8, 0)?;
+            ensure!(got == 8, "received {got} bytes of 8");
+        }
+    }
+    Ok(())
+}
+
 /// Median ns per pair for each size.
 fn one_process<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<f64>> {
     let id = q.create()?;
@@ -223,19 +247,19 @@ fn ping_pong<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<f64> {
 /// Throughput in pairs per second: one pair alone, then two at once (this
 /// process and a forked child, each on a cpu and a queue of its own).
 /// Medians of the rounds.
-fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<(f64, f64)> {
+fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes, burst: u64) -> anyhow::Result<(f64, f64)> {
     let (cpus, allowed) = two_cpus()?;
-    let n = sizes.pairs;
+    let n = sizes.pairs.div_ceil(burst) * burst;
     let (a, b) = (q.create()?, q.create()?);
     if let Some(c) = cpus {
         set_cpus(&c[..1]).context("sched_setaffinity")?;
     }
-    pairs(q, a, 8, n / 10 + 1)?;
+    bursts(q, a, burst, n / 10 + 1)?;
     let mut one = Vec::with_capacity(ROUNDS);
     let mut two = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         let t = Instant::now();
-        pairs(q, a, 8, n)?;
+        bursts(q, a, burst, n)?;
         one.push(n as f64 / t.elapsed().as_secs_f64());
         // Two at once: a barrier, then each records its start and end
         // (ns after `base`, which the child inherits).
@@ -252,16 +276,16 @@ fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<(f64, f64)> {
             {
                 return false;
             }
-            if pairs(&mut q, b, 8, n / 10 + 1).is_err() {
+            if bursts(&mut q, b, burst, n / 10 + 1).is_err() {
                 return false;
             }
-            party(w, 1, base, || pairs(&mut q, b, 8, n).is_ok())
+            party(w, 1, base, || bursts(&mut q, b, burst, n).is_ok())
         })
         .context("fork")?;
         let Some(child) = child else {
             bail!("scaling: this process has other threads");
         };
-        let mine = party(w, 0, base, || pairs(q, a, 8, n).is_ok());
+        let mine = party(w, 0, base, || bursts(q, a, burst, n).is_ok());
         ensure!(
             child.wait().context("waitpid")? && mine,
             "scaling: a party failed"
@@ -308,17 +332,23 @@ struct Side {
     ping_pong: f64,
     one: f64,
     two: f64,
+    /// The same in bursts of [`BURST`].
+    one_burst: f64,
+    two_burst: f64,
 }
 
 fn measure<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Side> {
     let pairs = one_process(q, sizes)?;
     let ping_pong = ping_pong(q, sizes)?;
-    let (one, two) = scaling(q, sizes)?;
+    let (one, two) = scaling(q, sizes, 1)?;
+    let (one_burst, two_burst) = scaling(q, sizes, BURST)?;
     Ok(Side {
         pairs,
         ping_pong,
         one,
         two,
+        one_burst,
+        two_burst,
     })
 }
 
@@ -332,7 +362,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     };
     let s = measure(&mut k, Sizes::from_env())?;
     let mut nums: Vec<String> = s.pairs.iter().map(f64::to_string).collect();
-    nums.extend([s.ping_pong, s.one, s.two].map(|x| x.to_string()));
+    nums.extend([s.ping_pong, s.one, s.two, s.one_burst, s.two_burst].map(|x| x.to_string()));
     println!("{}", nums.join(" "));
     Ok(())
 }
@@ -350,7 +380,7 @@ fn kernel_side() -> anyhow::Result<Side> {
         .split_whitespace()
         .filter_map(|x| x.parse().ok())
         .collect();
-    let [p8, p64, p1k, p8k, pp, one, two] = v[..] else {
+    let [p8, p64, p1k, p8k, pp, one, two, one_burst, two_burst] = v[..] else {
         bail!("kernel child said {text:?}");
     };
     Ok(Side {
@@ -358,6 +388,8 @@ fn kernel_side() -> anyhow::Result<Side> {
         ping_pong: pp,
         one,
         two,
+        one_burst,
+        two_burst,
     })
 }
 
@@ -407,6 +439,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let scale = ratio(ours.two, ours.one);
     goals.push(goal(
         "two pairs on two cpus >= 1.6x the throughput of one pair",
+        scale,
+        scale >= 1.6,
+    ));
+    let scale = ratio(ours.two_burst, ours.one_burst);
+    goals.push(goal(
+        &format!("two pairs on two cpus, bursts of {BURST} (heap blocks), >= 1.6x one pair"),
         scale,
         scale >= 1.6,
     ));
@@ -509,6 +547,30 @@ fn table(
         kernel.map_or("-".to_string(), |k| format!("{:.2}x", ratio(k.two, k.one)))
     ));
     line(format!(
+        "  {:<42} {:>9.0} {:>9}",
+        format!("one pair, bursts of {BURST}"),
+        ours.one_burst,
+        k(&|s: &Side| s.one_burst)
+    ));
+    line(format!(
+        "  {:<42} {:>9.0} {:>9}",
+        format!("two pairs at once, bursts of {BURST}"),
+        ours.two_burst,
+        k(&|s: &Side| s.two_burst)
+    ));
+    line(format!(
+        "  {:<42} {:>8.2}x {:>9}",
+        "two / one, bursts",
+        ratio(ours.two_burst, ours.one_burst),
+        kernel.map_or("-".to_string(), |k| format!(
+            "{:.2}x",
+            ratio(k.two_burst, k.one_burst)
+        ))
+    ));
+    line(format!(
+        "  (bursts: {BURST} msgsnd then {BURST} msgrcv; all but one block of each burst come from the heap)"
+    ));
+    line(format!(
         "arena bytes per queued 8-byte message: {bytes:.1} (a {}-byte header and the text, in the heap's 32-byte class; Linux: a 48-byte struct msg_msg and the text in one kmalloc-64)",
         ipcns::msg::MESSAGE_HEADER
     ));
@@ -549,6 +611,7 @@ fn to_json(
         "{{\"bench\":\"msg\",\"cpu\":{},\"rounds\":{ROUNDS},\"pairs_per_round\":{},\"round_trips_per_round\":{},\
 \"one_process\":[{}],\"ping_pong_ns\":{{\"ipcns\":{},\"kernel\":{},\"kernel_over_ipcns\":{}}},\
 \"scaling_pairs_per_s\":{{\"ipcns_one\":{},\"ipcns_two\":{},\"ipcns_two_over_one\":{},\"kernel_one\":{},\"kernel_two\":{},\"kernel_two_over_one\":{}}},\
+\"burst_scaling_pairs_per_s\":{{\"burst\":{BURST},\"ipcns_one\":{},\"ipcns_two\":{},\"ipcns_two_over_one\":{},\"kernel_one\":{},\"kernel_two\":{},\"kernel_two_over_one\":{}}},\
 \"bytes_per_queued_8_byte_message\":{},\"goals\":[{}]",
         json_str(cpu),
         sizes.pairs,
@@ -563,6 +626,12 @@ fn to_json(
         kn(&|s: &Side| s.one),
         kn(&|s: &Side| s.two),
         kn(&|s: &Side| ratio(s.two, s.one)),
+        json_num(ours.one_burst),
+        json_num(ours.two_burst),
+        json_num(ratio(ours.two_burst, ours.one_burst)),
+        kn(&|s: &Side| s.one_burst),
+        kn(&|s: &Side| s.two_burst),
+        kn(&|s: &Side| ratio(s.two_burst, s.one_burst)),
         json_num(bytes),
         goals.join(",")
     );

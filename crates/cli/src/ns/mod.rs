@@ -189,7 +189,7 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
          sem:     {sem}\n\
          msg:     {msg}\n\
          shm:     {shm}\n\
-         heap:    {} bytes in use\n\
+         heap:    {}\n\
          locks:   {}\n",
         ns.name(),
         ns.path().display(),
@@ -201,9 +201,25 @@ fn info(ns: &Namespace) -> anyhow::Result<String> {
         if ns.extend() { "yes" } else { "no" },
         ns.ipc_mni(),
         ns.index_bits(),
-        ns.heap_in_use(),
+        heap_report(&ns.heap_stats()),
         lock_report(&held),
     ))
+}
+
+/// The heap's line: bytes in use, free on the lists, free in the per-cpu
+/// caches (and over how many cpus), of the bytes handed out so far.
+fn heap_report(s: &ipcns::HeapStats) -> String {
+    let caches = match s.cache_cpus {
+        0 => "no per-cpu caches".to_string(),
+        1 => format!("{} in the per-cpu cache of 1 cpu", s.cached),
+        n => format!("{} in the per-cpu caches of {n} cpus", s.cached),
+    };
+    format!(
+        "{} bytes in use, {} free ({caches}), {} handed out",
+        s.in_use,
+        s.listed + s.cached,
+        s.used
+    )
 }
 
 /// The held namespace locks: `none held`, or each with its holder's thread

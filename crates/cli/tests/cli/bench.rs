@@ -277,6 +277,8 @@ fn bench_msg_json_and_table() {
         "\"ipcns_two_over_one\":",
         "\"bytes_per_queued_8_byte_message\":32.000,",
         "{\"goal\":\"two pairs on two cpus >= 1.6x the throughput of one pair\",\"value\":",
+        "\"burst_scaling_pairs_per_s\":{\"burst\":16,\"ipcns_one\":",
+        "{\"goal\":\"two pairs on two cpus, bursts of 16 (heap blocks), >= 1.6x one pair\",\"value\":",
     ] {
         assert!(out.contains(field), "no {field} in {out}");
     }
@@ -306,6 +308,7 @@ fn bench_msg_json_and_table() {
         out.contains("arena bytes per queued 8-byte message: 32.0"),
         "{out}"
     );
+    assert!(out.contains("  two / one, bursts "), "{out}");
     assert!(out.matches("goal: ").count() >= 1, "{out}");
 }
 

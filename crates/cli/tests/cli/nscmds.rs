@@ -204,7 +204,7 @@ fn ns_check_reports_the_census_or_the_problems() {
     );
     // Break a counter: the queue registry says 5 queues, there is 1.
     // (Through the file: the header's msg registry is at 128 + 192, its
-    // in_use 32 bytes in; layout version 2.)
+    // in_use 32 bytes in; layout version 3.)
     use std::os::unix::fs::FileExt;
     let arena = std::fs::OpenOptions::new()
         .write(true)

@@ -8,8 +8,11 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"IPCNSARN");
 /// Bumped on any change of a shared layout. Version 2: ipcns's own locks
 /// (no libc mutex in the file), per-slot generations, the architecture,
 /// lock kind, boot id and per-cpu mode in the header, reserved room for the
-/// process records.
-pub const LAYOUT_VERSION: u32 = 2;
+/// process records. Version 3: the heap's per-cpu caches (their region
+/// after the tables, `cache_cpus` in the header), the heap's file
+/// reservation mark (`HeapState::reserved`); `in_use` counts what the
+/// global level handed out, caches included.
+pub const LAYOUT_VERSION: u32 = 3;
 /// `flags` bit: ipcmni_extend mode.
 pub const FLAG_EXTEND: u32 = 1;
 /// `flags` bit: created to be shared with other users (its mode grants
@@ -136,7 +139,7 @@ pub const HEAP_CLASSES: usize = 12;
 ///
 /// # Layout
 /// 256 bytes: `lock` @0, `top` @32, `end` @40, `free` @48, `runs` @144,
-/// `in_use` @152.
+/// `in_use` @152, `reserved` @160.
 #[repr(C, align(64))]
 pub struct HeapState {
     pub lock: Lock,
@@ -150,9 +153,15 @@ pub struct HeapState {
     /// Free list of page runs (first-fit); a run's first page stays
     /// reserved, the rest is given back to the file system.
     pub runs: AtomicU64,
-    /// Bytes handed out and not freed.
+    /// Bytes handed out by the global level (to callers, or onto the
+    /// per-cpu stacks) and not taken back: the bytes in use are this less
+    /// what the stacks hold (heap/mod.rs).
     pub in_use: AtomicU64,
-    pub _pad1: [AtomicU64; 12],
+    /// The file is reserved from `top` up to here (`fallocate` ahead of
+    /// `top`, a chunk at a time, so that a new block rarely costs a system
+    /// call). Never below `top`; as trusted as `top` itself.
+    pub reserved: AtomicU64,
+    pub _pad1: [AtomicU64; 11],
 }
 
 const _: () = {
@@ -161,6 +170,8 @@ const _: () = {
     assert!(offset_of!(HeapState, top) == 32);
     assert!(offset_of!(HeapState, free) == 48);
     assert!(offset_of!(HeapState, runs) == 144);
+    assert!(offset_of!(HeapState, in_use) == 152);
+    assert!(offset_of!(HeapState, reserved) == 160);
 };
 
 /// The arena header.
@@ -192,7 +203,10 @@ pub struct Header {
     pub limits: Limits,
     /// [`PERCPU_RSEQ`] or [`PERCPU_ATOMIC`].
     pub percpu: AtomicU32,
-    pub _pad1: AtomicU32,
+    /// Cpus with a heap cache (the layout's `cache_cpus`): the creator's
+    /// possible cpus in [`PERCPU_RSEQ`] mode, 0 in [`PERCPU_ATOMIC`] (no
+    /// caches: their stacks need rseq).
+    pub cache_cpus: AtomicU32,
     pub registries: [Registry; 3],
     pub heap: HeapState,
     pub procs: Procs,
@@ -232,6 +246,7 @@ const _: () = {
     assert!(offset_of!(Header, boot) == 56);
     assert!(offset_of!(Header, limits) == 64);
     assert!(offset_of!(Header, percpu) == 120);
+    assert!(offset_of!(Header, cache_cpus) == 124);
     assert!(offset_of!(Header, registries) == 128);
     assert!(offset_of!(Header, heap) == 128 + 3 * 192);
     assert!(offset_of!(Header, procs) == 128 + 3 * 192 + 256);

@@ -2,7 +2,7 @@
 //! a table of fixed-size object slots, a used-index bitmap and its summary,
 //! then the heap. All addresses are byte offsets from the start of the file.
 //!
-//! # Layout (layout version 2)
+//! # Layout (layout version 3)
 //! ```text
 //! 0                      Header (64 KiB reserved)
 //! per mechanism (sem, msg, shm), page aligned:
@@ -10,17 +10,25 @@
 //!   bitmap               ipc_mni bits, 1 = index in use
 //!   summary              ipc_mni / 64 bits, 1 = bitmap word full
 //!   reserved             1 bit per page of slots, 1 = reserved in the file
+//! caches, page aligned   cache_cpus * 1280 bytes: the heap's per-cpu
+//!                        caches of free blocks (heap/cache.rs), one
+//!                        `CpuCache` per cpu; none when cache_cpus is 0
 //! heap                   everything else (arrays, messages, key tables)
 //! ```
-//! Bitmaps, summaries and reserved bits are reserved (fallocate) at
-//! creation; a page of slots when its first object is created; the heap as
-//! its top grows. So no call ever faults in a page the file system may not
-//! have (SIGBUS on a full tmpfs).
+//! Bitmaps, summaries, reserved bits and the caches are reserved
+//! (fallocate) at creation; a page of slots when its first object is
+//! created; the heap as its top grows. So no call ever faults in a page the
+//! file system may not have (SIGBUS on a full tmpfs).
 //! The file is sparse: untouched pages cost nothing, so the extend mode's
 //! 16,777,216 slots per mechanism are only address space until used.
 
 /// Bytes reserved for the header.
 pub const HEADER_SIZE: u64 = 64 * 1024;
+/// Bytes of one cpu's cache (`heap::cache::CpuCache`, pinned there).
+pub const CPU_CACHE_SIZE: u64 = 1280;
+/// The most cpus an arena keeps caches for (Linux's largest `NR_CPUS`);
+/// a header asking for more describes no arena of ours.
+pub const MAX_CACHE_CPUS: u32 = 8192;
 /// Bytes per object slot.
 pub const SLOT_SIZE: u64 = 192;
 const PAGE: u64 = 4096;
@@ -56,6 +64,10 @@ pub struct Layout {
     pub ipc_mni: u32,
     pub shift: u32,
     pub tables: [Table; 3],
+    /// The per-cpu caches: `cache_cpus` of [`CPU_CACHE_SIZE`] bytes from
+    /// `caches` (page aligned).
+    pub caches: u64,
+    pub cache_cpus: u32,
     pub heap_off: u64,
     pub size: u64,
 }
@@ -81,7 +93,11 @@ fn round_up(x: u64, to: u64) -> u64 {
 }
 
 impl Layout {
-    pub fn new(extend: bool, heap_size: u64) -> Layout {
+    /// The layout of an arena in `extend` mode with a heap of `heap_size`
+    /// bytes and caches for `cache_cpus` cpus (at most
+    /// [`MAX_CACHE_CPUS`]: more are taken as that many, which no header of
+    /// ours records, so `open` refuses the file).
+    pub fn new(extend: bool, heap_size: u64, cache_cpus: u32) -> Layout {
         let shift = if extend {
             IPCMNI_EXTEND_SHIFT
         } else {
@@ -109,12 +125,17 @@ impl Layout {
             t.end = at;
             at = round_up(at, PAGE);
         }
+        let caches = at;
+        let cache_cpus = cache_cpus.min(MAX_CACHE_CPUS);
+        at = round_up(at + u64::from(cache_cpus) * CPU_CACHE_SIZE, PAGE);
         let heap_off = at;
         Layout {
             extend,
             ipc_mni,
             shift,
             tables,
+            caches,
+            cache_cpus,
             heap_off,
             size: heap_off.saturating_add(round_up(heap_size, PAGE)),
         }
@@ -163,16 +184,25 @@ mod tests {
 
     #[test]
     fn layouts() {
-        let l = Layout::new(false, 1 << 30);
+        let l = Layout::new(false, 1 << 30, 0);
         assert_eq!(l.ipc_mni, 32768);
         assert_eq!(l.seq_max(), 65535);
         assert_eq!(l.make_id(1, 0), 32768);
         assert_eq!(l.idx_of(32770), 2);
         assert_eq!(l.seq_of(32770), 1);
         assert!(l.tables[1].slots >= l.tables[0].summary);
-        let e = Layout::new(true, 1 << 30);
+        let e = Layout::new(true, 1 << 30, 0);
         assert_eq!(e.ipc_mni, 1 << 24);
         assert_eq!(e.seq_max(), 127);
         assert_eq!(e.min_cycle(), 4096);
+        // Caches for 4 cpus between the tables and the heap, page aligned.
+        let c = Layout::new(false, 1 << 30, 4);
+        assert_eq!(c.caches, l.heap_off);
+        assert_eq!(c.heap_off, l.heap_off + 4096 * 2);
+        assert_eq!(c.size - c.heap_off, l.size - l.heap_off);
+        assert_eq!(
+            Layout::new(false, 1 << 30, u32::MAX).cache_cpus,
+            MAX_CACHE_CPUS
+        );
     }
 }

@@ -97,6 +97,16 @@ impl Mapping {
         Some(unsafe { core::slice::from_raw_parts(self.base.add(off).cast::<T>(), n) })
     }
 
+    /// The address of `[off, off + len)`, if it lies inside the mapping,
+    /// for code that hands raw shared memory to the rseq operations (the
+    /// heap's caches). Nothing is dereferenced here; the pointer is valid
+    /// as long as the mapping.
+    pub fn ptr_at(&self, off: u64, len: u64) -> Option<*mut u8> {
+        let off = usize::try_from(off).ok()?;
+        let end = off.checked_add(usize::try_from(len).ok()?)?;
+        (end <= self.len).then(|| self.base.wrapping_add(off))
+    }
+
     /// Reserves the file's pages under `[off, off + len)` (`fallocate`), so
     /// that touching them later can never fault on a full file system
     /// (SIGBUS): the error comes now, as ENOMEM.

@@ -6,6 +6,7 @@
 //! one; attaching checks the magic number, the layout version and the sizes
 //! before anything else is read.
 
+pub(crate) mod bytes;
 mod file;
 pub mod header;
 pub mod layout;
@@ -118,6 +119,8 @@ pub struct Arena {
     file: Fd,
     map: Mapping,
     layout: Layout,
+    /// The heap's per-cpu caches, if this process may use them.
+    caches: Option<crate::heap::Caches>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
@@ -144,7 +147,7 @@ impl Arena {
     /// Creates the arena at `path`; EEXIST-like [`ArenaError::Exists`] if
     /// something is there already.
     pub fn create(path: &Path, opts: CreateOptions) -> Result<Arena, ArenaError> {
-        let layout = Layout::new(opts.extend, opts.heap_size);
+        let layout = Layout::new(opts.extend, opts.heap_size, crate::heap::cache_cpus());
         let (tmp, file) = file::create_temporary(path, opts.mode)?;
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
@@ -152,6 +155,7 @@ impl Arena {
             let arena = Arena {
                 own_proc: core::sync::atomic::AtomicU64::new(0),
                 path: path.to_path_buf(),
+                caches: crate::heap::Caches::new(&map, &layout),
                 file,
                 map,
                 layout,
@@ -203,7 +207,7 @@ impl Arena {
             why,
         };
         let len = meta.size;
-        let mut head = [0u8; 64];
+        let mut head = [0u8; 128];
         if len < HEADER_SIZE || file.pread_full(&mut head, 0) != Ok(head.len()) {
             return Err(not(format!("{len} bytes, too short")));
         }
@@ -229,7 +233,16 @@ impl Arena {
         }
         let size = word(16);
         let heap_off = word(24);
-        let layout = Layout::new(flags & FLAG_EXTEND != 0, size.saturating_sub(heap_off));
+        // `cache_cpus` (header offset 124, pinned in header.rs).
+        let cache_cpus = (word(120) >> 32) as u32;
+        if cache_cpus > layout::MAX_CACHE_CPUS {
+            return Err(not(format!("caches for {cache_cpus} cpus")));
+        }
+        let layout = Layout::new(
+            flags & FLAG_EXTEND != 0,
+            size.saturating_sub(heap_off),
+            cache_cpus,
+        );
         if size != len || layout.heap_off != heap_off || layout.size != size {
             return Err(not(format!(
                 "sizes disagree: file {len}, header {size}, heap at {heap_off}"
@@ -239,6 +252,7 @@ impl Arena {
         let arena = Arena {
             own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
+            caches: crate::heap::Caches::new(&map, &layout),
             file,
             map,
             layout,
@@ -285,6 +299,7 @@ impl Arena {
         h.lock_kind.store(LOCK_KIND, Relaxed);
         h.boot.store(boot_id(), Relaxed);
         h.percpu.store(header::percpu_mode(), Relaxed);
+        h.cache_cpus.store(l.cache_cpus, Relaxed);
         crate::limits::init_defaults(&h.limits);
         for r in &h.registries {
             r.last_idx.store(-1, Relaxed);
@@ -297,7 +312,11 @@ impl Arena {
             self.reserve(t.bitmap, t.end - t.bitmap)
                 .map_err(ArenaError::Errno)?;
         }
+        // The caches are written by every call that allocates or frees.
+        self.reserve(l.caches, l.heap_off - l.caches)
+            .map_err(ArenaError::Errno)?;
         h.heap.top.store(l.heap_off, Relaxed);
+        h.heap.reserved.store(l.heap_off, Relaxed);
         h.heap.end.store(l.size, Relaxed);
         // The magic last: a reader of a torn file sees no magic.
         h.magic.store(MAGIC, std::sync::atomic::Ordering::Release);
@@ -310,6 +329,11 @@ impl Arena {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// The heap's per-cpu caches, if this process uses them.
+    pub(crate) fn caches(&self) -> Option<&crate::heap::Caches> {
+        self.caches.as_ref()
     }
 
     pub fn header(&self) -> &Header {

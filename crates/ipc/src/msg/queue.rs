@@ -38,6 +38,7 @@
 
 use super::MSG_HEADER;
 use crate::arena::Arena;
+use crate::arena::bytes;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::lock;
@@ -140,67 +141,19 @@ impl<'a> Block<'a> {
         a.view_slice(self.off + MSG_HEADER, self.size().div_ceil(8) as usize)
     }
 
-    /// Writes the text (the block's size must be `text.len()`). Word by
-    /// word, as relaxed atomics (the arena's rule: any other process may
-    /// write these bytes), four at a time so that they pipeline.
+    /// Writes the text (the block's size must be `text.len()`), through
+    /// the arena's bulk copy (arena/bytes.rs): relaxed atomic words for
+    /// short texts, one string copy for long ones.
     pub fn write_text(&self, a: &'a Arena, text: &[u8]) -> SysResult<()> {
-        let words = self.text(a)?;
-        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
-        let mut quads = text.chunks_exact(32);
-        let mut ws = words.chunks_exact(4);
-        for (w, c) in (&mut ws).zip(&mut quads) {
-            w[0].store(word(&c[0..8]), Relaxed);
-            w[1].store(word(&c[8..16]), Relaxed);
-            w[2].store(word(&c[16..24]), Relaxed);
-            w[3].store(word(&c[24..32]), Relaxed);
-        }
-        let done = text.len() - quads.remainder().len();
-        let rest_words = &words[done / 8..];
-        let mut chunks = quads.remainder().chunks_exact(8);
-        for (w, c) in rest_words.iter().zip(&mut chunks) {
-            w.store(word(c), Relaxed);
-        }
-        let rest = chunks.remainder();
-        if let (false, Some(w)) = (rest.is_empty(), words.last()) {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            w.store(u64::from_ne_bytes(last), Relaxed);
-        }
+        bytes::copy_in(self.text(a)?, text);
         Ok(())
     }
 
     /// Copies the first `out.len()` bytes of the text (at most its size)
-    /// into `out`; returns how many. Word by word, as `write_text`.
+    /// into `out`; returns how many. As `write_text`.
     pub fn read_text(&self, a: &'a Arena, out: &mut [u8]) -> SysResult<usize> {
         let n = out.len().min(self.size() as usize);
-        let words = self.text(a)?;
-        let mut quads = out[..n].chunks_exact_mut(32);
-        let mut ws = words.chunks_exact(4);
-        for (w, c) in (&mut ws).zip(&mut quads) {
-            let v = [
-                w[0].load(Relaxed),
-                w[1].load(Relaxed),
-                w[2].load(Relaxed),
-                w[3].load(Relaxed),
-            ];
-            for (d, x) in c.chunks_exact_mut(8).zip(v) {
-                d.copy_from_slice(&x.to_ne_bytes());
-            }
-        }
-        let rem = quads.into_remainder();
-        let done = n - rem.len();
-        let rest_words = &words[done / 8..];
-        let mut chunks = rem.chunks_exact_mut(8);
-        for (w, c) in rest_words.iter().zip(&mut chunks) {
-            c.copy_from_slice(&w.load(Relaxed).to_ne_bytes());
-        }
-        let rest = chunks.into_remainder();
-        if !rest.is_empty() {
-            let w = words.get(n / 8).ok_or(Errno::EUCLEAN)?;
-            let len = rest.len();
-            rest.copy_from_slice(&w.load(Relaxed).to_ne_bytes()[..len]);
-        }
-        Ok(n)
+        Ok(bytes::copy_out(self.text(a)?, &mut out[..n]))
     }
 }
 
@@ -229,7 +182,9 @@ pub(super) fn take_block<'a>(
             Err(_) => s.cache.store(0, Relaxed),
         }
     }
-    let off = heap::alloc(a, MSG_HEADER + size)?;
+    // Not zeroed: the header and the text are written before anything
+    // reads them (a repair reads only the size, written first).
+    let off = heap::alloc_uninit(a, MSG_HEADER + size)?;
     // The size first: a repair frees the block by it.
     a.view::<AtomicU64>(off + 16)?
         .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);

@@ -126,6 +126,18 @@ pub fn populate(ns: &Namespace, rng: &mut Rng) -> Made {
         let k = key(rng);
         if let Ok(id) = ns.msgget(&root, k, flg) {
             made.msgs.push((id, k));
+            // Messages queued, some taken back: their blocks stay queued,
+            // cached by the queue, or free in the heap's per-cpu caches.
+            let text = vec![0x6du8; 8192];
+            let mut buf = vec![0u8; 8192];
+            for _ in 0..rng.below(6) {
+                let bits = 3 + rng.below(11);
+                let len = rng.below(1 << bits) as usize;
+                let _ = ns.msgsnd(&root, id, 1 + rng.below(3) as i64, &text[..len], IPC_NOWAIT);
+            }
+            for _ in 0..rng.below(4) {
+                let _ = ns.msgrcv(&root, id, &mut buf, 0, IPC_NOWAIT);
+            }
         }
     }
     for _ in 0..rng.below(5) {

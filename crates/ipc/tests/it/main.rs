@@ -7,6 +7,7 @@ mod crash;
 mod diff;
 mod fuzz;
 mod handed;
+mod heap;
 mod msgcrash;
 mod msgdiff;
 mod msgop;

@@ -160,3 +160,53 @@ pub(super) unsafe fn list_pop(head: *mut u8, blocks: &Blocks) -> (u32, u32) {
         Err(_) => (ABORT, 0),
     }
 }
+
+/// # Safety
+/// As [`stack_push`](super::stack_push): `p` is the selected slot's count
+/// word, followed by `cap` value words. Returns `(status, word)` as the
+/// rseq section does (the new count, or the count found on a miss).
+pub(super) unsafe fn stack_push(p: *mut u8, cap: u64, v: u64) -> (u32, u64) {
+    // SAFETY: caller contract (for this and the accesses below). Relaxed:
+    // only a hint; the compare-exchange in `lock` decides.
+    let c = unsafe { word(p) }.load(Ordering::Relaxed);
+    if c == BUSY {
+        return (ABORT, 0);
+    }
+    if c >= cap {
+        return (MISS, c);
+    }
+    // SAFETY: as above. A count that changed since the load: retry.
+    if unsafe { lock(p, c) }.is_err() {
+        return (ABORT, 0);
+    }
+    // SAFETY: `c < cap`: the value word is inside the stack. Relaxed:
+    // published by the Release store below.
+    unsafe { word(p.wrapping_add(8 + c as usize * 8)) }.store(v, Ordering::Relaxed);
+    // SAFETY: as above. Release pairs with the Acquire in `lock`.
+    unsafe { word(p) }.store(c + 1, Ordering::Release);
+    (SUCCESS, c + 1)
+}
+
+/// # Safety
+/// As [`stack_push`]. Returns `(status, word)` as the rseq section does
+/// (the value popped, or the count found on a miss).
+pub(super) unsafe fn stack_pop(p: *mut u8, cap: u64) -> (u32, u64) {
+    // SAFETY: caller contract (for this and the accesses below).
+    let c = unsafe { word(p) }.load(Ordering::Relaxed);
+    if c == BUSY {
+        return (ABORT, 0);
+    }
+    if c == 0 || c > cap {
+        return (MISS, c);
+    }
+    // SAFETY: as above. A count that changed since the load: retry.
+    if unsafe { lock(p, c) }.is_err() {
+        return (ABORT, 0);
+    }
+    // SAFETY: `1 <= c <= cap`: word `c - 1` is inside the stack. Relaxed:
+    // `lock`'s Acquire made the pusher's store visible.
+    let v = unsafe { word(p.wrapping_add(c as usize * 8)) }.load(Ordering::Relaxed);
+    // SAFETY: as above. Release pairs with the Acquire in `lock`.
+    unsafe { word(p) }.store(c - 1, Ordering::Release);
+    (SUCCESS, v)
+}

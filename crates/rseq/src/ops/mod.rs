@@ -15,7 +15,8 @@
 //! `mm_cid` is unique only within a process: use it for per-process data.
 //!
 //! Threads without an rseq area (fallback mode) run the same operations with
-//! `sched_getcpu` and atomics (see `fallback`). Every process sharing a
+//! `sched_getcpu` and atomics (see `fallback`); the forms in [`strict`]
+//! refuse instead. Every process sharing a
 //! structure must be in an rseq mode, or every one in the fallback
 //! ([`Mode::uses_atomics`](crate::Mode::uses_atomics)).
 //!
@@ -30,6 +31,8 @@
 
 mod fallback;
 mod list;
+mod stack;
+pub mod strict;
 #[cfg(target_arch = "x86_64")]
 mod x86_64;
 #[cfg(target_arch = "x86_64")]
@@ -37,6 +40,7 @@ use x86_64 as arch;
 
 pub use fallback::BUSY;
 pub use list::{BadIndex, Blocks, list_pop, list_push};
+pub use stack::{BadCount, stack_pop, stack_push};
 
 use crate::abi;
 use crate::area;

@@ -418,3 +418,103 @@ pub(super) unsafe fn list_pop(
     };
     (st, cpu, enc as u32)
 }
+
+/// Bounded stack push: the stack at `slot` is a count word then `cap`
+/// value words (encoding in the `stack` module doc). Stores `v` in the
+/// first free value word, then commits the count + 1. Returns `(status,
+/// index, count)`: on success the new count; on a miss (the stack holds
+/// `cap` values or more) the count found.
+///
+/// ```text
+///   c = [slot]
+///   c >= cap          -> miss (full, or a count out of range)
+///   [slot + 8 + c * 8] = v        try-store: the value
+///   [slot] = c + 1                the commit
+/// ```
+///
+/// # Safety
+///
+/// See the module doc; `slot + 8 .. slot + 8 + cap * 8` is valid in every
+/// slot.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn stack_push(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    cap: u64,
+    v: u64,
+) -> (u32, u32, u64) {
+    let c: u64;
+    // SAFETY: the caller upholds the module contract; the value word is
+    // written only at a count below `cap`, inside the stack.
+    let (st, cpu) = unsafe {
+        section!(
+            [
+                "mov {c}, qword ptr [{slot}]",
+                "cmp {c}, {cap}",
+                "jae 8b",
+                "mov qword ptr [{slot} + {c} * 8 + 8], {v}",
+                "add {c}, 1",
+                "mov qword ptr [{slot}], {c}",
+            ],
+            area, idx, n, base, stride,
+            cap = in(reg) cap, v = in(reg) v, c = out(reg) c,
+        )
+    };
+    (st, cpu, c)
+}
+
+/// Bounded stack pop from the stack at `slot` (see [`stack_push`]).
+/// Returns `(status, index, word)`: on success the value popped; on a miss
+/// the count found, 0 for an empty stack or a count above `cap` (out of
+/// range: nothing was read through it).
+///
+/// ```text
+///   c = [slot]
+///   c == 0            -> miss (empty)
+///   c > cap           -> miss, c kept (out of range)
+///   v = [slot + c * 8]            the top value (word c - 1)
+///   [slot] = c - 1                the commit
+/// ```
+///
+/// # Safety
+///
+/// As [`stack_push`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn stack_pop(
+    area: *mut Rseq,
+    idx: *const u32,
+    n: u32,
+    base: *mut u8,
+    stride: usize,
+    cap: u64,
+) -> (u32, u32, u64) {
+    let (c, v): (u64, u64);
+    // SAFETY: the caller upholds the module contract; the value is read
+    // only at a count in 1..=cap, inside the stack.
+    let (st, cpu) = unsafe {
+        section!(
+            [
+                "mov {c}, qword ptr [{slot}]",
+                "test {c}, {c}",
+                "jz 8b",
+                "cmp {c}, {cap}",
+                "ja 8b",
+                "mov {v}, qword ptr [{slot} + {c} * 8]",
+                "sub {c}, 1",
+                "mov qword ptr [{slot}], {c}",
+            ],
+            area, idx, n, base, stride,
+            cap = in(reg) cap, c = out(reg) c, v = out(reg) v,
+        )
+    };
+    if st == SUCCESS {
+        (st, cpu, v)
+    } else {
+        (st, cpu, c)
+    }
+}
