@@ -13,16 +13,16 @@ impl Namespace {
         self.arena().path()
     }
 
-    /// A duplicate (close-on-exec) of the arena file's descriptor, open
-    /// read-write as this process attached it. `ipcns run` hands it down to
-    /// the programs it runs (`IPCNS_FD`), so that one that cannot reach the
-    /// path (another uid, a cleared environment) still finds this very
-    /// namespace. Writing through it is what any participant can do to the
-    /// mapping anyway.
+    /// A descriptor (close-on-exec) on the arena file, opened read-write
+    /// again by its path and checked to be the very file this process
+    /// mapped (ESTALE if the path now names another). `ipcns run` hands it
+    /// down to the programs it runs (`IPCNS_FD`), so that one that cannot
+    /// reach the path (another uid, a cleared environment) still finds
+    /// this very namespace. Writing through it is what any participant can
+    /// do to the mapping anyway.
     pub fn file_dup(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         self.arena()
-            .file()
-            .try_clone()
+            .reopen()
             .map(Into::into)
             .map_err(|e| std::io::Error::from_raw_os_error(e.0))
     }

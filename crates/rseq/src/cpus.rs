@@ -4,13 +4,27 @@
 
 use std::sync::OnceLock;
 
+static POSSIBLE: OnceLock<usize> = OnceLock::new();
+
+/// Sets the number of possible cpus from the text of
+/// `/sys/devices/system/cpu/possible` that the caller read itself (a
+/// library that must not go through libc's file functions, which another
+/// preloaded library may intercept). The first reading wins; returns the
+/// number in effect. Text that is not a cpu list leaves the choice to
+/// [`possible_cpus`].
+pub fn possible_cpus_from(text: &str) -> usize {
+    if let Some(n) = parse_cpu_list(text) {
+        let _ = POSSIBLE.set(n.max(1));
+    }
+    possible_cpus()
+}
+
 /// Number of possible cpus (highest possible cpu number + 1), at least 1.
 ///
 /// Read from `/sys/devices/system/cpu/possible`; if that file is missing or
 /// malformed, `sysconf(_SC_NPROCESSORS_CONF)`.
 pub fn possible_cpus() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
+    *POSSIBLE.get_or_init(|| {
         std::fs::read_to_string("/sys/devices/system/cpu/possible")
             .ok()
             .and_then(|s| parse_cpu_list(&s))

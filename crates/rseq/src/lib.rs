@@ -65,7 +65,7 @@ pub mod ops;
 mod percpu;
 
 pub use counter::PerCpuCounter;
-pub use cpus::{parse_cpu_list, possible_cpus};
+pub use cpus::{parse_cpu_list, possible_cpus, possible_cpus_from};
 pub use freelist::FreeList;
 pub use mode::{
     Errno, Info, Mode, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid,

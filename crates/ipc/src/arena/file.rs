@@ -364,11 +364,10 @@ fn segment_dir(arena: &Path, owner: u32, mode: u32) -> Result<(PathBuf, bool), A
 /// if it is missing; returns its path.
 pub(crate) fn create_segment(
     arena: &Path,
-    arena_file: &Fd,
+    am: &Stat,
     serial: u64,
     size: u64,
 ) -> Result<PathBuf, ArenaError> {
-    let am = arena_file.stat().map_err(io_at(arena))?;
     let (dir, _) = segment_dir(arena, am.uid, am.mode)?;
     let path = dir.join(format!("shm.{serial}"));
     let mode = am.mode & 0o666;

@@ -107,22 +107,51 @@ impl Mapping {
         (end <= self.len).then(|| self.base.wrapping_add(off))
     }
 
-    /// Reserves the file's pages under `[off, off + len)` (`fallocate`), so
-    /// that touching them later can never fault on a full file system
-    /// (SIGBUS): the error comes now, as ENOMEM.
-    pub fn reserve(&self, file: &Fd, off: u64, len: u64) -> Result<(), Errno> {
-        if len == 0 {
+    /// The page-aligned span covering `[off, off + len)` inside the
+    /// mapping, as an address and a length.
+    fn span(&self, off: u64, len: u64) -> Result<(usize, usize), Errno> {
+        let start = usize::try_from(off).map_err(|_| Errno::EINVAL)? & !(PAGE - 1);
+        let end = usize::try_from(off.checked_add(len).ok_or(Errno::EINVAL)?)
+            .map_err(|_| Errno::EINVAL)?
+            .checked_next_multiple_of(PAGE)
+            .ok_or(Errno::EINVAL)?
+            .min(self.len);
+        if start >= end {
+            return Ok((self.base as usize, 0));
+        }
+        Ok((self.base as usize + start, end - start))
+    }
+
+    /// Reserves the file's pages under `[off, off + len)` through the
+    /// mapping (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14), so that
+    /// touching them later cannot fault: EFAULT (ENOSPC's stand-in) when
+    /// the file system is full, EINVAL on a kernel without it.
+    pub fn reserve(&self, off: u64, len: u64) -> Result<(), Errno> {
+        let (addr, n) = self.span(off, len)?;
+        if n == 0 {
             return Ok(());
         }
-        file.fallocate(libc::FALLOC_FL_KEEP_SIZE, off, len)
+        // SAFETY: a range of our own shared mapping (clamped to it); the
+        // pages keep their contents.
+        unsafe { mem::madvise(addr, n, libc::MADV_POPULATE_WRITE) }
     }
 
     /// Gives the pages of `[off, off + len)` back to the file system
-    /// (`fallocate(PUNCH_HOLE)` on the file): they read as zeros afterwards.
-    pub fn punch(&self, file: &Fd, off: u64, len: u64) -> Result<(), Errno> {
-        file.fallocate(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, len)
+    /// through the mapping (`madvise(MADV_REMOVE)`, a hole punched in the
+    /// file): they read as zeros afterwards.
+    pub fn punch(&self, off: u64, len: u64) -> Result<(), Errno> {
+        let (addr, n) = self.span(off, len)?;
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: a range of our own shared mapping that the heap gave
+        // back (nothing live is in it); it reads as zeros afterwards.
+        unsafe { mem::madvise(addr, n, libc::MADV_REMOVE) }
     }
 }
+
+/// The page size the arena is laid out in.
+const PAGE: usize = 4096;
 
 impl Drop for Mapping {
     fn drop(&mut self) {

@@ -116,7 +116,12 @@ pub struct Arena {
     /// generation (high half) and index + 1 (low half), 0 if none yet.
     pub(crate) own_proc: core::sync::atomic::AtomicU64,
     path: PathBuf,
-    file: Fd,
+    /// The arena file as it was when attached (device, inode, owner,
+    /// mode). No descriptor is kept: the one used to map it is closed at
+    /// once, since a program may close every descriptor it did not open
+    /// itself (a daemon's `closefrom`) and reuse the number for a file of
+    /// its own.
+    id: crate::sys::Stat,
     map: Mapping,
     layout: Layout,
     /// The heap's per-cpu caches, if this process may use them.
@@ -152,16 +157,19 @@ impl Arena {
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
             let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
-            let arena = Arena {
+            let id = file.stat().map_err(io_err(&tmp))?;
+            let mut arena = Arena {
                 own_proc: core::sync::atomic::AtomicU64::new(0),
                 path: path.to_path_buf(),
                 caches: crate::heap::Caches::new(&map, &layout),
-                file,
+                id,
                 map,
                 layout,
             };
             arena.init(opts.mode & 0o077 != 0)?;
-            file::publish(&tmp, path, &arena.file, opts.mode)?;
+            file::publish(&tmp, path, &file, opts.mode)?;
+            // The mode as published (fchmod after the umask).
+            arena.id = file.stat().map_err(io_err(path))?;
             Ok(arena)
         })();
         let _ = fs::unlink(&tmp);
@@ -249,11 +257,13 @@ impl Arena {
             )));
         }
         let map = Mapping::new(&file, len as usize).map_err(io_err(path))?;
+        // The descriptor is closed here: the mapping is all we use.
+        drop(file);
         let arena = Arena {
             own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
             caches: crate::heap::Caches::new(&map, &layout),
-            file,
+            id: *meta,
             map,
             layout,
         };
@@ -352,21 +362,54 @@ impl Arena {
         self.map.view_slice(off, n).ok_or(Errno::EFAULT)
     }
 
-    pub(crate) fn file(&self) -> &Fd {
-        &self.file
+    /// The arena file as attached: device, inode, owner and mode.
+    pub(crate) fn id(&self) -> &crate::sys::Stat {
+        &self.id
     }
 
-    /// Returns the pages of a range to the file system (they read as zeros).
+    /// The arena file opened again (read-write, close-on-exec) by its
+    /// path, if that is still the file this process mapped.
+    pub(crate) fn reopen(&self) -> Result<Fd, Errno> {
+        let f = fs::open(
+            &self.path,
+            libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+            0,
+        )?;
+        let m = f.stat()?;
+        if (m.dev, m.ino) != (self.id.dev, self.id.ino) {
+            return Err(Errno(libc::ESTALE));
+        }
+        Ok(f)
+    }
+
+    /// Returns the pages of a range to the file system (they read as
+    /// zeros); through the mapping, or on a kernel without MADV_REMOVE for
+    /// tmpfs, through the file opened again.
     pub fn punch(&self, off: u64, len: u64) {
-        let _ = self.map.punch(&self.file, off, len);
+        if self.map.punch(off, len).is_err()
+            && let Ok(f) = self.reopen()
+        {
+            let _ = f.fallocate(
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                len,
+            );
+        }
     }
 
     /// Reserves the file's pages under a range before it is first touched;
-    /// ENOMEM when the file system is full.
+    /// ENOMEM when the file system is full. Through the mapping
+    /// (MADV_POPULATE_WRITE); on a kernel older than 5.14 (EINVAL), through
+    /// the file opened again (`fallocate`).
     pub fn reserve(&self, off: u64, len: u64) -> Result<(), Errno> {
-        self.map
-            .reserve(&self.file, off, len)
-            .map_err(|_| Errno::ENOMEM)
+        match self.map.reserve(off, len) {
+            Ok(()) => Ok(()),
+            Err(Errno::EINVAL) => self
+                .reopen()
+                .and_then(|f| f.fallocate(libc::FALLOC_FL_KEEP_SIZE, off, len))
+                .map_err(|_| Errno::ENOMEM),
+            Err(_) => Err(Errno::ENOMEM),
+        }
     }
 
     /// Whether `[off, off + len)` lies in the heap's handed-out part.

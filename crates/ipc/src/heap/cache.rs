@@ -90,12 +90,28 @@ crate::arena::map::shared_types!(CpuCache);
 /// `cache_cpus` for a new arena: this process's possible cpus in an rseq
 /// mode, none in the atomic fallback (the stacks need rseq).
 pub fn cache_cpus() -> u32 {
-    let n = ipcns_rseq::possible_cpus();
+    let n = possible_cpus();
     if ipcns_rseq::mode().uses_atomics() || n > MAX_CACHE_CPUS as usize {
         0
     } else {
         n as u32
     }
+}
+
+/// The possible cpus (ipcns-rseq's count), read here through raw system
+/// calls the first time, so that ipcns-rseq never reads the file through
+/// libc (which another preloaded library may intercept).
+fn possible_cpus() -> usize {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut buf = [0u8; 256];
+        if let Ok(n) = crate::sys::fs::read_into(c"/sys/devices/system/cpu/possible", &mut buf)
+            && let Ok(text) = core::str::from_utf8(&buf[..n])
+        {
+            ipcns_rseq::possible_cpus_from(text);
+        }
+    });
+    ipcns_rseq::possible_cpus()
 }
 
 /// What a pop found.
@@ -119,7 +135,7 @@ impl Caches {
     /// process may use them (module doc).
     pub(crate) fn new(map: &Mapping, l: &Layout) -> Option<Caches> {
         let cpus = l.cache_cpus as usize;
-        if cpus == 0 || cpus < ipcns_rseq::possible_cpus() || ipcns_rseq::mode().uses_atomics() {
+        if cpus == 0 || cpus < possible_cpus() || ipcns_rseq::mode().uses_atomics() {
             return None;
         }
         let base = map.ptr_at(l.caches, l.cache_cpus as u64 * CPU_CACHE_SIZE)?;

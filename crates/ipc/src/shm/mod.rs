@@ -165,7 +165,7 @@ impl Namespace {
         // that is not the namespace's) is shmem_kernel_file_setup failing:
         // ENOMEM, as shmem_get_inode's failure gives.
         let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-        let Ok(path) = arena::create_segment(a.path(), a.file(), serial, size) else {
+        let Ok(path) = arena::create_segment(a.path(), a.id(), serial, size) else {
             return Err(Errno::ENOMEM);
         };
         let stored = core::cell::Cell::new(false);

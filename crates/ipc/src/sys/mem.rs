@@ -53,3 +53,18 @@ pub unsafe fn munmap(addr: usize, len: usize) -> Result<(), Errno> {
     // SAFETY: as the caller vouches.
     unsafe { super::raw::syscall2(libc::SYS_munmap, addr, len) }.map(drop)
 }
+
+/// `madvise(addr, len, advice)` for the advice that change no mapping:
+/// MADV_POPULATE_WRITE (fault the pages in for writing, EFAULT where a
+/// write would raise SIGBUS) and MADV_REMOVE (free the pages and their
+/// backing store: a hole punched through the mapping).
+///
+/// # Safety
+/// `[addr, addr + len)` is a shared mapping the caller owns; with
+/// MADV_REMOVE its contents read as zeros afterwards, which the caller
+/// must be entitled to.
+pub unsafe fn madvise(addr: usize, len: usize, advice: i32) -> Result<(), Errno> {
+    debug_assert!(advice == libc::MADV_POPULATE_WRITE || advice == libc::MADV_REMOVE);
+    // SAFETY: as the caller vouches.
+    unsafe { super::raw::syscall3(libc::SYS_madvise, addr, len, advice as usize) }.map(drop)
+}

@@ -563,3 +563,53 @@ fn a_missing_directory_is_named() {
     assert_eq!(code, 0);
     assert!(!nowhere.exists());
 }
+
+/// A daemon closes every descriptor it did not open (faked-sysv does) and
+/// opens files of its own, which take the lowest numbers free. The
+/// namespace must go on working without a descriptor, and never touch the
+/// program's file through a number that once was the arena's.
+#[test]
+fn descriptors_closed_by_the_program_are_not_ours() {
+    let t = crate::support::TestNs::new("closefrom");
+    let path = t.path().to_path_buf();
+    let dir = std::env::temp_dir().join(format!("ipcns-closefrom-{}", std::process::id()));
+    let file = dir.clone();
+    assert_eq!(
+        fork_run(move || {
+            let ns = Namespace::open_at(&path).unwrap();
+            let me = ipcns::Cred::root(std::process::id() as i32);
+            let q = ns.msgget(&me, 0, 0o600).unwrap();
+            crate::support::keep_only_fds(&[]);
+            // The program's own file takes the lowest number free.
+            let data = vec![b'A'; 8 << 20];
+            std::fs::write(&file, &data).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&file)
+                .unwrap();
+            // Work that grows the heap (reserves pages) and frees big runs
+            // (punches them), then a segment (the arena's owner and mode).
+            for _ in 0..4 {
+                let ids: Vec<i32> = (0..8)
+                    .map(|_| ns.semget(&me, 0, 32000, 0o600).unwrap())
+                    .collect();
+                for id in ids {
+                    ns.semctl(&me, id, 0, IPC_RMID, ipcns::sem::SemArg::None)
+                        .unwrap();
+                }
+            }
+            ns.msgsnd(&me, q, 1, &[7u8; 4000], 0).unwrap();
+            let s = ns.shmget(&me, 0, 4096, 0o600).unwrap();
+            ns.shmctl(&me, s, IPC_RMID, ShmArg::None).unwrap();
+            drop(ns);
+            drop(f);
+            let after = std::fs::read(&file).unwrap();
+            let _ = std::fs::remove_file(&file);
+            i32::from(after != data)
+        }),
+        0,
+        "the program's file was changed, or an operation failed"
+    );
+    let _ = std::fs::remove_file(&dir);
+}
