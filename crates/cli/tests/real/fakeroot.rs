@@ -81,8 +81,9 @@ fn scenario(m: &Mode, nobody: &User) -> String {
 
     assert!(
         out.stdout.contains("ids: 0 0\n"),
-        "inside fakeroot id should say root:\n{}",
-        out.stdout
+        "inside fakeroot, id should say root:\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
     );
     let listing = tar_listing(&out.stdout);
     check_listing(&listing, "inside fakeroot");
