@@ -1,7 +1,7 @@
 //! `ipcns help [TOPIC]`: the command's usage, or a subcommand's help (the
 //! text its `--help` prints).
 
-use crate::{bench, idmap, ipctools, ns, procfs, sysctl};
+use crate::{bench, idmap, ipctools, ns, procfs, run, sysctl};
 use anyhow::{anyhow, bail};
 use std::ffi::OsString;
 
@@ -33,10 +33,14 @@ IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):
   ns list | ns info [NAME] | ns check [NAME] | ns remove NAME
                                       namespaces (arena files in $IPCNS_DIR or /dev/shm)
 
+  run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
+                                      run PROGRAM with libipcns.so preloaded on the namespace, as its
+                                      child subreaper; without PROGRAM, print what it would do
+
   help [TOPIC]                        this text, or a command's (as COMMAND --help prints it)
   -V, --version                       ipcns's version
 
-help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns
+help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns run
 ";
 
 /// The help of a subcommand, or `None` when `topic` is none.
@@ -47,13 +51,14 @@ fn topic(topic: &str) -> Option<&'static str> {
         "sysctl" => sysctl::USAGE,
         "proc" => procfs::USAGE,
         "ns" => ns::USAGE,
+        "run" => run::USAGE,
         tool => ipctools::Which::from_name(tool)?.usage(),
     })
 }
 
 /// What `ipcns help ARGS` prints.
 pub fn text(args: &[OsString]) -> anyhow::Result<String> {
-    let topics = "help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns";
+    let topics = "help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns run";
     match args {
         [] => Ok(USAGE.to_string()),
         [t] => {

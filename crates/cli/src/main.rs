@@ -8,6 +8,7 @@ mod idmap;
 mod ipctools;
 mod ns;
 mod procfs;
+mod run;
 mod sysctl;
 
 use std::ffi::OsString;
@@ -59,6 +60,7 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     match cmd.to_string_lossy().as_ref() {
         "idmap" => idmap::run(rest),
         "bench" => bench::run(&args::all_utf8("bench", rest)?),
+        "run" => run::run(rest),
         name @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns") => {
             let (ns_name, rest) = ns::take_ns_option(rest)?;
             match name {

@@ -13,6 +13,22 @@ impl Namespace {
         self.arena().path()
     }
 
+    /// The arena file, open read-write and close-on-exec, as this process
+    /// attached it. `ipcns run` hands a duplicate down to the programs it
+    /// runs (`IPCNS_FD`), so that one that cannot reach the path (another
+    /// uid, a cleared environment) still finds this very namespace. Writing
+    /// through it is what any participant can do to the mapping anyway.
+    pub fn file(&self) -> &std::fs::File {
+        self.arena().file()
+    }
+
+    /// Whether the namespace was created shared (its creation mode gave
+    /// group or other permission): other users may then attach to it when
+    /// they ask for [`crate::Access::Shared`]. Fixed at creation.
+    pub fn shared(&self) -> bool {
+        self.arena().header().flags.load(Relaxed) & crate::arena::header::FLAG_SHARED != 0
+    }
+
     /// Whether ids use the `ipcmni_extend` layout.
     pub fn extend(&self) -> bool {
         self.arena().layout().extend

@@ -7,10 +7,12 @@
 //!
 //! Lock order: registry -> object -> heap; several objects in ascending idx.
 //!
-//! Under `--cfg loom` only the lock and its model check are built.
+//! Under `--cfg loom` only the lock, the wait handshake (`park`) and their
+//! model checks are built.
 
 mod errno;
 mod lock;
+mod park;
 mod sync;
 
 /// Items of the namespace proper, left out under `--cfg loom`.

@@ -27,15 +27,11 @@ use crate::arena::Arena;
 use crate::errno::Errno;
 use crate::heap;
 use crate::lock::{self, Woke};
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use crate::park;
+use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
-/// `state`: on the queue, spinning.
-pub const QUEUED: u32 = 0;
-/// `state`: on the queue, asleep in FUTEX_WAIT (the waker must wake it).
-pub const SLEEPING: u32 = 1;
-/// `state`: unlinked; `status` holds the result. The sleeper frees it.
-pub const DONE: u32 = 2;
+pub use crate::park::{DONE, QUEUED, Slept};
 
 /// A blocked caller.
 #[repr(C, align(64))]
@@ -153,12 +149,7 @@ pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
     unlink(a, head, off)?;
     let w = at(a, off)?;
-    w.status.store(status, Relaxed);
-    // Release: the sleeper's Acquire load of DONE sees the status (and the
-    // operation's effects).
-    if w.state.swap(DONE, Release) == SLEEPING {
-        lock::futex_wake_all(&w.state);
-    }
+    park::complete(&w.state, &w.status, status, &RealPark { w, tick: &mut || {} });
     Ok(())
 }
 
@@ -239,16 +230,6 @@ pub fn ops_bytes(n: u32) -> u64 {
     u64::from(n).max(1) * 8
 }
 
-/// How a sleep ended.
-pub enum Slept {
-    /// The waker finished it: the operation's result.
-    Done(i32),
-    /// The deadline passed while still queued.
-    TimedOut,
-    /// A signal handler ran while still queued.
-    Interrupted,
-}
-
 /// Spins on the record for this long before sleeping in the kernel (a
 /// partner on another cpu usually answers within a few microseconds).
 const SPIN_NS: u64 = 20_000;
@@ -257,57 +238,60 @@ const SPIN_NS: u64 = 20_000;
 /// whose undo entries may be what it waits for).
 const TICK_NS: u64 = 100_000_000;
 
-/// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
-/// signal handler runs, calling `tick` every 100 ms of sleep. No lock
-/// held. The record is the caller's.
-pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept {
-    let start = now_ns();
-    beat(w);
-    let mut spins = 0u32;
-    loop {
-        // Acquire: pairs with the Release in `complete`.
-        let s = w.state.load(Acquire);
-        if s == DONE {
-            return Slept::Done(w.status.load(Relaxed));
-        }
-        let now = now_ns();
-        if let Some(d) = deadline
-            && now >= d
-        {
-            return Slept::TimedOut;
-        }
-        if now - start < SPIN_NS {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) {
-                beat(w);
-                std::thread::yield_now();
-            }
-            core::hint::spin_loop();
-            continue;
-        }
-        // Say we sleep; the waker then issues a FUTEX_WAKE.
-        if s == QUEUED
-            && w
-                .state
-                .compare_exchange(QUEUED, SLEEPING, Relaxed, Relaxed)
-                .is_err()
-        {
-            continue;
-        }
-        let slice = deadline.map_or(TICK_NS, |d| d.saturating_sub(now).min(TICK_NS));
-        match lock::futex_wait(&w.state, SLEEPING, slice.max(1)) {
-            Woke::Interrupted => {
-                if w.state.load(Acquire) != DONE {
-                    return Slept::Interrupted;
-                }
-            }
-            Woke::TimedOut => {
-                beat(w);
-                tick();
-            }
-            Woke::Woken => {}
+/// The real system under the handshake: shared futexes, the monotonic
+/// clock, the record's heartbeat.
+struct RealPark<'w, 't> {
+    w: &'w Waiter,
+    tick: &'t mut dyn FnMut(),
+}
+
+impl park::Park for RealPark<'_, '_> {
+    fn now(&self) -> u64 {
+        now_ns()
+    }
+    fn wait(&self, word: &AtomicU32, expected: u32, slice: u64) -> park::Wake {
+        match lock::futex_wait(word, expected, slice) {
+            Woke::Woken => park::Wake::Woken,
+            Woke::TimedOut => park::Wake::TimedOut,
+            Woke::Interrupted => park::Wake::Interrupted,
         }
     }
+    fn wake(&self, word: &AtomicU32) {
+        lock::futex_wake_all(word);
+    }
+    fn spin_ns(&self) -> u64 {
+        SPIN_NS
+    }
+    fn tick_ns(&self) -> u64 {
+        TICK_NS
+    }
+    fn beat(&self) {
+        beat(self.w);
+    }
+    fn tick(&mut self) {
+        (self.tick)();
+    }
+}
+
+/// Ends a record's wait with `status` and wakes its sleeper, leaving it
+/// linked (a message queue's handover: its sleeper collects it). Object
+/// lock held.
+pub fn finish_linked(w: &Waiter, status: i32) {
+    park::complete(&w.state, &w.status, status, &RealPark { w, tick: &mut || {} });
+}
+
+/// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
+/// signal handler runs, calling `tick` every 100 ms of sleep
+/// ([`park::sleep`]). No lock held. The record is the caller's.
+pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept {
+    park::sleep(&w.state, &w.status, deadline, &mut RealPark { w, tick })
+}
+
+/// After a sleep that ended without DONE, object lock held: the result of
+/// a waker that completed the record meanwhile, else None (still queued:
+/// the caller unlinks it). See [`park::finished`].
+pub fn finished(w: &Waiter) -> Option<i32> {
+    park::finished(&w.state, &w.status)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.

@@ -23,8 +23,8 @@ list shows each one's owner, mode, size in bytes and name.
 Without NAME, info and check work on the namespace of --ns, $IPCNS, else default;
 check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
 
-pub use attach::{attach, take_ns_option};
-use attach::{check_dir, open, valid_name};
+use attach::open;
+pub use attach::{attach, check_dir, take_ns_option, valid_name};
 
 pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
     if crate::args::wants_help(args) {

@@ -189,7 +189,7 @@ fn version_and_help() {
         assert_eq!(text(&o.stdout), want);
     }
     let topics = [
-        "idmap", "bench", "ipcs", "ipcmk", "ipcrm", "sysctl", "proc", "ns",
+        "idmap", "bench", "ipcs", "ipcmk", "ipcrm", "sysctl", "proc", "ns", "run",
     ];
     for topic in topics {
         let help = d.run(&["help", topic]);
@@ -215,6 +215,8 @@ fn version_and_help() {
         &["sysctl", "-h"],
         &["proc", "-h"],
         &["--ns", "x", "ns", "info", "--help"],
+        &["run", "--strict", "-h"],
+        &["--ns", "x", "run", "--help"],
     ] {
         let o = d.run(args);
         assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
@@ -274,6 +276,10 @@ fn help_and_bad_options_create_nothing() {
         (&["ns", "bogus"], 1),
         (&["--ns", "bad/name", "ipcs"], 1),
         (&["ipcmk", "--ns", ".hidden", "-Q"], 1),
+        (&["run", "--help"], 0),
+        (&["run", "--bogus", "true"], 125),
+        (&["run", "--mode", "999", "true"], 125),
+        (&["run", "--ns", "bad/name", "true"], 125),
     ];
     for (args, code) in cases {
         let o = d.run(args);

@@ -10,6 +10,7 @@ mod ipcrm;
 mod ipcs;
 mod kernel;
 mod nscmds;
+mod run;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -442,11 +442,7 @@ pub(super) fn enqueue(a: &Arena, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
 /// Ends a record's wait with `status` and wakes its sleeper. The record
 /// stays linked; its sleeper collects it.
 pub(super) fn finish(w: &Waiter, status: i32) {
-    w.status.store(status, Relaxed);
-    // Release: the sleeper's Acquire load of DONE sees status and ops.
-    if w.state.swap(wait::DONE, Release) == wait::SLEEPING {
-        lock::futex_wake_all(&w.state);
-    }
+    wait::finish_linked(w, status);
 }
 
 /// Whether the receiver of a record still lives. One that queued itself a

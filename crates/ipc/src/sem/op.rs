@@ -481,8 +481,8 @@ impl Namespace {
             gave_up => {
                 // Leave the queue, unless a waker finished us meanwhile.
                 let _g = lock_object::<SemKind>(a, s)?;
-                if w.state.load(Relaxed) == wait::DONE {
-                    w.status.load(Relaxed)
+                if let Some(status) = wait::finished(w) {
+                    status
                 } else {
                     wait::unlink(a, &s.queue, waiter)?;
                     match gave_up {

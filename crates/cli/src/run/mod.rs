@@ -1,0 +1,449 @@
+//! `ipcns run [OPTIONS] [--] PROGRAM ARGS...`: runs a program with
+//! `libipcns.so` preloaded and a namespace handed down, as its child
+//! subreaper; without a program, prints what it would do.
+//!
+//! The namespace is the one the other commands use (`--ns`, `$IPCNS`,
+//! else `default`), as programs share the host's IPC namespace unless they
+//! ask for another; `--private` gives a fresh one for this run only, as
+//! `unshare --ipc` does, removed when the run ends.
+//!
+//! The run: become a child subreaper, block the forwarded signals and
+//! SIGCHLD, attach (or create) the namespace, start the program with the
+//! arena's descriptor inherited (and the seccomp filter under
+//! `--strict`), then take signals one at a time: a forwarded one goes to
+//! the program, SIGCHLD reaps every child that ended (the program,
+//! orphans reparented here) and asks the reaper thread to clean up after
+//! them in the namespace. When the program has ended, the dead are reaped
+//! once more and `ipcns run` exits with its status; descendants still
+//! running (daemons) are left to run, as a shell leaves them.
+
+mod plan;
+mod reaper;
+mod seccomp;
+mod sys;
+
+use anyhow::{Context, bail};
+use ipcns::{Access, ArenaError, CreateOptions, Namespace};
+use lexopt::prelude::*;
+use reaper::Reaper;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
+       ipcns run [OPTIONS]        print what it would do, and exit
+Runs PROGRAM with libipcns.so first in LD_PRELOAD, so that its System V IPC
+calls work on an ipcns namespace instead of the kernel's.
+  --ns NAME      the namespace (default $IPCNS, else \"default\"), created if missing
+  --private      a fresh namespace run-PID-RANDOM for this run alone, removed with
+                 its segment files when PROGRAM ends (kept while processes it
+                 started still run)
+  --keep         with --private: keep the namespace and print its name at the end
+  --shared       create it with mode 0666 and hand IPCNS_SHARED=1 down, so that
+                 descendants running as other users (setpriv, su) use it too;
+                 the default directory /dev/shm/ipcns-UID is made searchable
+  --mode OCTAL   the mode to create it with (group or other bits: shared)
+  --strict       a seccomp filter makes the kernel's twelve System V IPC system
+                 calls fail with ENOSYS in PROGRAM and all its descendants, so a
+                 call that escapes the library fails loudly; it sets no_new_privs,
+                 so setuid programs run without gaining privileges
+The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
+(cargo build --release -p ipcns-preload). PROGRAM gets LD_PRELOAD, IPCNS,
+IPCNS_DIR, IPCNS_FD (the arena file, open read-write and inherited, so a
+descendant that changes uid or clears its environment stays in the namespace)
+and, for a shared namespace, IPCNS_SHARED=1.
+ipcns run is the child subreaper of everything PROGRAM starts: it reaps orphans
+and cleans up after descendants that die without exiting (SIGKILL: SEM_UNDO
+applied, attachments dropped). It forwards HUP INT QUIT TERM USR1 USR2 ALRM
+WINCH CONT to PROGRAM (not those the terminal sent to PROGRAM's process group
+already), and exits when PROGRAM does, with its status, 128+N if signal N
+killed it; descendants still running are left running. Its own failures exit
+125, a PROGRAM that cannot be run 126, one not found 127.
+Static binaries and programs that make system calls themselves (Go) bypass the
+library: under --strict their System V IPC fails with ENOSYS.";
+
+/// The signals forwarded to the program (those a shell's job would get,
+/// less the stops, which stop `ipcns run` with its process group).
+const FORWARDED: [i32; 9] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGWINCH,
+    libc::SIGCONT,
+];
+
+/// `ipcns run`'s own failure (env(1) and timeout(1) use 125 too).
+const EXIT_FAILED: u8 = 125;
+/// The program could not be executed (POSIX shells' 126).
+const EXIT_CANNOT_RUN: u8 = 126;
+/// The program was not found (shells' 127).
+const EXIT_NOT_FOUND: u8 = 127;
+
+/// The command line.
+pub struct Options {
+    ns: Option<String>,
+    private: bool,
+    keep: bool,
+    shared: bool,
+    mode: Option<u32>,
+    strict: bool,
+    program: Option<OsString>,
+    args: Vec<OsString>,
+}
+
+fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
+    let mut o = Options {
+        ns: None,
+        private: false,
+        keep: false,
+        shared: false,
+        mode: None,
+        strict: false,
+        program: None,
+        args: Vec::new(),
+    };
+    let mut p = lexopt::Parser::from_args(args.iter().cloned());
+    while let Some(a) = p.next()? {
+        match a {
+            Short('h') | Long("help") => return Ok(None),
+            Long("ns") => o.ns = Some(crate::ns::valid_name(&p.value()?)?),
+            Long("private") => o.private = true,
+            Long("keep") => o.keep = true,
+            Long("shared") => o.shared = true,
+            Long("mode") => {
+                let v = p.value()?;
+                o.mode = Some(
+                    v.to_str()
+                        .and_then(|v| u32::from_str_radix(v, 8).ok())
+                        .filter(|m| *m <= 0o777)
+                        .with_context(|| format!("--mode {v:?}: not an octal mode (0 to 0777)"))?,
+                );
+            }
+            Long("strict") => o.strict = true,
+            Value(v) => {
+                o.program = Some(v);
+                o.args = p.raw_args()?.collect();
+                break;
+            }
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    if o.private && o.ns.is_some() {
+        bail!("run: --private and --ns exclude each other");
+    }
+    if o.keep && !o.private {
+        bail!("run: --keep applies to --private only (a named namespace is kept anyway)");
+    }
+    if o.shared && o.mode.is_some_and(|m| m & 0o077 == 0) {
+        bail!("run: --shared with a --mode that gives group and other nothing");
+    }
+    Ok(Some(o))
+}
+
+pub fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
+    let result = parse(args).and_then(|opts| match opts {
+        None => crate::print_out(&format!("{USAGE}\n")),
+        Some(opts) if opts.program.is_none() => plan::text(&opts).map(|(text, ok)| {
+            let _ = crate::print_out(&text);
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_FAILED)
+            }
+        }),
+        Some(opts) => supervise(&opts),
+    });
+    // Our own failures exit 125, not 1: the program's 1 stays its own.
+    result.or_else(|e| {
+        if crate::is_broken_pipe(&e) {
+            return Err(e);
+        }
+        let _ = writeln!(std::io::stderr(), "ipcns: run: {}", crate::message(&e));
+        Ok(ExitCode::from(EXIT_FAILED))
+    })
+}
+
+/// Attaches to the target namespace, creating it (with the target's mode)
+/// if `create` and it is missing.
+fn attach(t: &plan::Target, create: bool) -> anyhow::Result<Namespace> {
+    let access = if t.shared {
+        Access::Shared
+    } else {
+        Access::from_env()
+    };
+    let opts = CreateOptions {
+        mode: t.mode,
+        ..CreateOptions::default()
+    };
+    let ns = if t.private {
+        Namespace::create(&t.name, opts)
+    } else {
+        match Namespace::open_as(&t.name, access) {
+            Err(ArenaError::NotFound { .. }) if create => match Namespace::create(&t.name, opts) {
+                Err(ArenaError::Exists { .. }) => Namespace::open_as(&t.name, access),
+                r => r,
+            },
+            r => r,
+        }
+    };
+    ns.with_context(|| format!("namespace {}", t.name))
+}
+
+/// Gives the default directory the search bits a shared namespace's other
+/// users need (it stays unwritable to them), saying so.
+fn open_for_search(t: &plan::Target) -> anyhow::Result<()> {
+    let m = std::fs::symlink_metadata(&t.dir)
+        .with_context(|| format!("{}", t.dir.display()))?
+        .permissions()
+        .mode();
+    if let Some(x) = plan::missing_search(t.mode, m) {
+        let mode = (m | x) & 0o7777;
+        std::fs::set_permissions(&t.dir, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("{}: making it searchable", t.dir.display()))?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "ipcns: run: {} is now mode {mode:04o}, so that other users reach shared namespace {}",
+            t.dir.display(),
+            t.name
+        );
+    }
+    Ok(())
+}
+
+/// The program's exit code as a shell reports it: its status, 128+N for
+/// signal N.
+fn exit_code(status: i32) -> u8 {
+    let s = std::process::ExitStatus::from_raw(status);
+    match (s.code(), s.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        (None, None) => EXIT_FAILED,
+    }
+}
+
+/// Runs the program (see the module's doc).
+fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
+    let lib = plan::find_library()?;
+    let t = plan::target(opts)?;
+    let filter = if opts.strict {
+        if seccomp::NATIVE.is_empty() {
+            bail!("--strict: no System V IPC system call table for this architecture");
+        }
+        seccomp::available().context("--strict: this kernel has no seccomp")?;
+        Some(seccomp::Filter::native())
+    } else {
+        None
+    };
+    // Before the program exists: signals that arrive from now on wait for
+    // the loop below, and orphans come to us.
+    let set = sys::SigSet::of(&[FORWARDED.as_slice(), &[libc::SIGCHLD]].concat())?;
+    set.block().context("blocking signals")?;
+    sys::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
+    if t.shared && t.default_dir {
+        open_for_search(&t)?;
+    }
+    let ns = attach(&t, true)?;
+    if opts.shared && !ns.shared() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "ipcns: run: namespace {} was not created shared: other users cannot attach to it",
+            t.name
+        );
+    }
+    let fd = ns
+        .file()
+        .try_clone()
+        .context("duplicating the arena's descriptor")?;
+    let mut cmd = Command::new(opts.program.as_deref().unwrap_or_default());
+    cmd.args(&opts.args)
+        .env(
+            "LD_PRELOAD",
+            plan::ld_preload(&lib.path, std::env::var_os("LD_PRELOAD").as_deref()),
+        )
+        .env("IPCNS", &t.name)
+        .env("IPCNS_DIR", &t.dir)
+        .env("IPCNS_FD", fd.as_raw_fd().to_string());
+    if t.shared || ns.shared() {
+        cmd.env("IPCNS_SHARED", "1");
+    }
+    sys::prepare(&mut cmd, fd.as_raw_fd(), filter)?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(ns);
+            remove_private(&t, opts.keep, false);
+            let program = opts.program.as_deref().unwrap_or_default();
+            let _ = writeln!(
+                std::io::stderr(),
+                "ipcns: run: {}: {e}",
+                program.to_string_lossy()
+            );
+            return Ok(ExitCode::from(
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    EXIT_NOT_FOUND
+                } else {
+                    EXIT_CANNOT_RUN
+                },
+            ));
+        }
+    };
+    drop(fd);
+    let pid = child.id() as i32;
+    // Never waited through `child`: the loop reaps every child by pid.
+    drop(child);
+    let reaper = Reaper::start(ns);
+    let status = watch(&set, pid, &reaper)?;
+    // The dead reaped with the program get their cleanup now; children
+    // that ended since are reaped too (a few rounds: descendants that keep
+    // dying must not keep us). Then whoever still runs is left.
+    let mut survivors = true;
+    for _ in 0..3 {
+        reaper.finish(Duration::from_secs(2));
+        let mut any = false;
+        survivors = loop {
+            match sys::reap()? {
+                sys::Reaped::Child(..) => any = true,
+                sys::Reaped::Running => break true,
+                sys::Reaped::None => break false,
+            }
+        };
+        if !any {
+            break;
+        }
+    }
+    remove_private(&t, opts.keep, survivors);
+    Ok(ExitCode::from(exit_code(status)))
+}
+
+/// Takes signals until the program `pid` has ended: forwards, reaps, asks
+/// for cleanups. Its `wait` status.
+fn watch(set: &sys::SigSet, pid: i32, reaper: &Reaper) -> anyhow::Result<i32> {
+    loop {
+        let Some(got) = set.wait().context("sigwaitinfo")? else {
+            continue;
+        };
+        if got.signal != libc::SIGCHLD {
+            if forwards(got.code, || sys::in_own_group(pid))
+                && let Err(e) = sys::kill(pid, got.signal)
+            {
+                // (EPERM: the program made itself unreachable; we go on.)
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ipcns: run: forwarding signal {} to {pid}: {e}",
+                    got.signal
+                );
+            }
+            continue;
+        }
+        // Signals merge: reap every child that has ended.
+        let mut any = false;
+        let mut main = None;
+        while let sys::Reaped::Child(p, status) = sys::reap()? {
+            any = true;
+            if p == pid {
+                main = Some(status);
+            }
+        }
+        if any {
+            reaper.request();
+        }
+        if let Some(status) = main {
+            return Ok(status);
+        }
+    }
+}
+
+/// Whether a signal with `si_code` `code` is forwarded to the program. The
+/// terminal's signals (`SI_KERNEL`: ^C, ^\, a window change, a hangup)
+/// went to its whole foreground process group, so the program has them
+/// already, unless it left our group (`program_in_our_group`, asked only
+/// then). Everything else was sent to `ipcns run` alone (kill(2): `SI_USER`).
+fn forwards(code: i32, program_in_our_group: impl FnOnce() -> bool) -> bool {
+    code != libc::SI_KERNEL || !program_in_our_group()
+}
+
+/// Removes a `--private` namespace at the end, unless kept or still in use;
+/// says what it kept.
+fn remove_private(t: &plan::Target, keep: bool, survivors: bool) {
+    if !t.private {
+        return;
+    }
+    let mut err = std::io::stderr();
+    if keep {
+        let _ = writeln!(
+            err,
+            "ipcns: run: kept namespace {} in {}",
+            t.name,
+            t.dir.display()
+        );
+    } else if survivors {
+        let _ = writeln!(
+            err,
+            "ipcns: run: kept namespace {} in {}: processes the program started still run \
+             (remove it with 'IPCNS_DIR={} ipcns ns remove {}' when they are done)",
+            t.name,
+            t.dir.display(),
+            t.dir.display(),
+            t.name
+        );
+    } else if let Err(e) = Namespace::remove_at(&t.arena) {
+        let _ = writeln!(err, "ipcns: run: removing namespace {}: {e}", t.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminals_signals_are_not_sent_twice() {
+        // ^C with the program in our process group: it has it already.
+        assert!(!forwards(libc::SI_KERNEL, || true));
+        // ... in a group of its own: it needs it.
+        assert!(forwards(libc::SI_KERNEL, || false));
+        // kill(2) and sigqueue(3) to ipcns run: always forwarded.
+        assert!(forwards(libc::SI_USER, || true));
+        assert!(forwards(libc::SI_QUEUE, || true));
+    }
+
+    #[test]
+    fn exit_codes_are_as_a_shell_reports_them() {
+        assert_eq!(exit_code(0), 0);
+        assert_eq!(exit_code(3 << 8), 3);
+        assert_eq!(exit_code(255 << 8), 255);
+        assert_eq!(exit_code(libc::SIGKILL), 137);
+        assert_eq!(exit_code(libc::SIGSEGV | 0x80), 139);
+    }
+
+    #[test]
+    fn options() {
+        let a = |v: &[&str]| -> Vec<OsString> { v.iter().map(OsString::from).collect() };
+        let o = parse(&a(&["--ns", "x", "--strict", "prog", "--ns", "y"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.ns.as_deref(), Some("x"));
+        assert!(o.strict);
+        assert_eq!(o.program, Some(OsString::from("prog")));
+        assert_eq!(o.args, a(&["--ns", "y"]));
+        let o = parse(&a(&["--mode", "660", "--", "--prog"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.mode, Some(0o660));
+        assert_eq!(o.program, Some(OsString::from("--prog")));
+        assert!(parse(&a(&["--help", "prog"])).unwrap().is_none());
+        assert!(parse(&a(&["prog", "--help"])).unwrap().is_some());
+        assert!(parse(&a(&["--mode", "9"])).is_err());
+        assert!(parse(&a(&["--mode", "1777"])).is_err());
+        assert!(parse(&a(&["--shared", "--mode", "600"])).is_err());
+        assert!(parse(&a(&["--bogus"])).is_err());
+    }
+}

@@ -1,0 +1,152 @@
+//! The handshake between a sleeper and its waker on a waiter record's
+//! `state` word (a shared futex): the part of the wait queue that decides
+//! who owns the record and whether an operation happened, kept apart from
+//! the arena so that loom can check it (`park/model.rs`).
+//!
+//! # Protocol
+//! The record is queued QUEUED, under the object lock. The sleeper spins a
+//! little, then says it sleeps (CAS QUEUED -> SLEEPING) and waits on the
+//! futex while the word reads SLEEPING. A waker holding the object lock
+//! unlinks the record, performs the sleeper's operation, stores the result
+//! in `status` and swaps the word to DONE (Release), issuing FUTEX_WAKE
+//! only if the word was SLEEPING: the CAS and the swap are on the same
+//! word, so a sleeper that said it sleeps is always woken, and one that did
+//! not never blocks (FUTEX_WAIT returns at once on a word that is no longer
+//! SLEEPING). After DONE the record and its result are the sleeper's.
+//!
+//! A sleeper whose deadline passes or whose wait a signal handler cut takes
+//! the object lock and asks [`finished`]: a waker that completed it first
+//! did so under that lock, so the sleeper sees DONE and returns the
+//! operation's result (it happened); otherwise the record is still queued,
+//! and the sleeper unlinks it itself: the operation never happens.
+
+use crate::sync::{AtomicI32, AtomicU32, Ordering};
+
+/// `state`: on the queue, spinning.
+pub const QUEUED: u32 = 0;
+/// `state`: on the queue, asleep in FUTEX_WAIT (the waker must wake it).
+pub const SLEEPING: u32 = 1;
+/// `state`: unlinked; `status` holds the result. The sleeper frees it.
+pub const DONE: u32 = 2;
+
+/// How one wait on the futex ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wake {
+    /// Woken, or the word no longer held the value.
+    Woken,
+    /// The slice ran out.
+    TimedOut,
+    /// A signal handler ran.
+    Interrupted,
+}
+
+/// How a sleep ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Slept {
+    /// The waker finished it: the operation's result.
+    Done(i32),
+    /// The deadline passed while still queued.
+    TimedOut,
+    /// A signal handler ran while still queued.
+    Interrupted,
+}
+
+/// What the handshake needs of the system (the real one in `wait.rs`,
+/// threads and a condition variable in the model).
+pub trait Park {
+    /// CLOCK_MONOTONIC, ns.
+    fn now(&self) -> u64;
+    /// FUTEX_WAIT on `word` while it holds `expected`, at most `slice` ns.
+    fn wait(&self, word: &AtomicU32, expected: u32, slice: u64) -> Wake;
+    /// FUTEX_WAKE of every sleeper on `word`.
+    fn wake(&self, word: &AtomicU32);
+    /// How long to spin before the first futex wait.
+    fn spin_ns(&self) -> u64;
+    /// The longest futex wait before `tick` runs.
+    fn tick_ns(&self) -> u64;
+    /// Called while spinning now and then (the sleeper's heartbeat).
+    fn beat(&self);
+    /// Called after each slice that ran out (cleaning up after the dead).
+    fn tick(&mut self);
+}
+
+/// Ends a record's wait with `status` (0 or an errno) and wakes its
+/// sleeper. Object lock held; the record is already unlinked (or, for a
+/// message queue's handover, left for its sleeper to collect).
+pub fn complete(state: &AtomicU32, status_word: &AtomicI32, status: i32, p: &impl Park) {
+    status_word.store(status, Ordering::Relaxed);
+    // Release: the sleeper's Acquire load of DONE sees the status (and the
+    // operation's effects). The swap, on the word the sleeper CASes to
+    // SLEEPING, tells whether it may be asleep.
+    if state.swap(DONE, Ordering::Release) == SLEEPING {
+        p.wake(state);
+    }
+}
+
+/// Waits until the record is DONE, `deadline` (monotonic ns) passes, or a
+/// signal handler runs. No lock held; the record is the caller's.
+pub fn sleep(
+    state: &AtomicU32,
+    status: &AtomicI32,
+    deadline: Option<u64>,
+    p: &mut impl Park,
+) -> Slept {
+    let start = p.now();
+    p.beat();
+    let mut spins = 0u32;
+    loop {
+        // Acquire: pairs with the Release in `complete`.
+        let s = state.load(Ordering::Acquire);
+        if s == DONE {
+            return Slept::Done(status.load(Ordering::Relaxed));
+        }
+        let now = p.now();
+        if let Some(d) = deadline
+            && now >= d
+        {
+            return Slept::TimedOut;
+        }
+        if now.saturating_sub(start) < p.spin_ns() {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                p.beat();
+                std::thread::yield_now();
+            }
+            core::hint::spin_loop();
+            continue;
+        }
+        // Say we sleep; the waker then issues a FUTEX_WAKE. Relaxed: the
+        // word itself is all the waker reads of it (its swap sees it).
+        if s == QUEUED
+            && state
+                .compare_exchange(QUEUED, SLEEPING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            continue;
+        }
+        let slice = deadline.map_or(p.tick_ns(), |d| d.saturating_sub(now).min(p.tick_ns()));
+        match p.wait(state, SLEEPING, slice.max(1)) {
+            Wake::Interrupted => {
+                if state.load(Ordering::Acquire) != DONE {
+                    return Slept::Interrupted;
+                }
+            }
+            Wake::TimedOut => {
+                p.beat();
+                p.tick();
+            }
+            Wake::Woken => {}
+        }
+    }
+}
+
+/// After a sleep that ended without DONE, under the object lock: the
+/// operation's result if a waker completed the record meanwhile (under
+/// that same lock, so Relaxed loads see it), else None: the record is
+/// still queued and the caller unlinks it.
+pub fn finished(state: &AtomicU32, status: &AtomicI32) -> Option<i32> {
+    (state.load(Ordering::Relaxed) == DONE).then(|| status.load(Ordering::Relaxed))
+}
+
+#[cfg(all(test, loom))]
+mod model;
