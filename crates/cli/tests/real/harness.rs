@@ -328,16 +328,29 @@ pub fn ipcns_library() -> Result<PathBuf, String> {
         if let Some(p) = std::env::var_os("IPCNS_PRELOAD").filter(|p| !p.is_empty()) {
             return Ok(PathBuf::from(p));
         }
+        // TARGET/PROFILE/ipcns: build the library into the same place
+        // (the dev profile's directory is `debug`).
         let exe = Path::new(ipcns_exe());
         let profile_dir = exe
             .parent()
             .ok_or("the ipcns executable has no directory")?;
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "--locked", "-q", "-p", "ipcns-preload"]);
-        if profile_dir.file_name() == Some(OsStr::new("release")) {
-            build.arg("--release");
-        }
-        let out = build
+        let target = profile_dir.parent().ok_or("no target directory")?;
+        let profile = match profile_dir.file_name().and_then(OsStr::to_str) {
+            Some("debug") | None => "dev",
+            Some(p) => p,
+        };
+        let out = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--locked",
+                "-q",
+                "-p",
+                "ipcns-preload",
+                "--profile",
+                profile,
+            ])
+            .arg("--target-dir")
+            .arg(target)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .map_err(|e| format!("cargo build -p ipcns-preload: {e}"))?;
