@@ -1,16 +1,23 @@
 //! Who is calling: effective ids, supplementary groups and the three
 //! capabilities SysV IPC consults, as the arena's user namespace sees them.
 //!
-//! Read once per process from /proc/self/status and cached; refreshed by
+//! Read once per process from the kernel and cached; refreshed by
 //! [`refresh`] (the C ABI calls it from its set*id wrappers) and after fork.
 //! A caller in a child user namespace of the arena's has its ids translated
 //! down through its own maps (unmapped ids become 65534, as
 //! `from_kuid_munged` would show them) and holds no capability in the
 //! arena's namespace.
+//!
+//! Everything is asked of the kernel through raw system calls
+//! (`getresuid`, `getresgid`, `getgroups`, `capget`, `prlimit64`, and
+//! reads of /proc): a preload that fakes `getuid` and friends (fakeroot)
+//! is not consulted, as the kernel's own checks would not consult it.
 
 use crate::arena::own_userns;
+use crate::sys;
 use ipcns_idmap::IdMap;
-use ipcns_idmap::proc::{IdKind, Pid, read_map};
+use ipcns_idmap::proc::{IdKind, Pid, map_path};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 /// CAP_IPC_OWNER, CAP_SYS_ADMIN, CAP_SYS_RESOURCE (linux/capability.h).
@@ -95,29 +102,11 @@ impl Cred {
     /// Reads the calling process's credentials, for an arena created in
     /// user namespace `arena_ns`.
     pub fn read_current(arena_ns: u64) -> std::io::Result<Cred> {
-        let status = std::fs::read_to_string("/proc/self/status")?;
-        let field = |name: &str| -> Vec<u64> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(|v| {
-                    v.split_whitespace()
-                        .filter_map(|x| {
-                            if name == "CapEff:" {
-                                u64::from_str_radix(x, 16).ok()
-                            } else {
-                                x.parse().ok()
-                            }
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let pid = field("Tgid:").first().copied().unwrap_or(0) as i32;
-        let euid = field("Uid:").get(1).copied().unwrap_or(65534) as u32;
-        let egid = field("Gid:").get(1).copied().unwrap_or(65534) as u32;
-        let groups: Vec<u32> = field("Groups:").into_iter().map(|g| g as u32).collect();
-        let caps = field("CapEff:").first().copied().unwrap_or(0);
+        let pid = sys::process::getpid();
+        let euid = sys::cred::getresuid()?[1];
+        let egid = sys::cred::getresgid()?[1];
+        let groups = sys::cred::getgroups()?;
+        let caps = sys::cred::effective_caps()?;
         let userns = own_userns();
         let mut cred = Cred {
             pid,
@@ -135,8 +124,8 @@ impl Cred {
         };
         if arena_ns != 0 && userns != arena_ns {
             // A child namespace: our maps lead to the arena's namespace.
-            let um = read_map(Pid::SelfProcess, IdKind::Uid)?;
-            let gm = read_map(Pid::SelfProcess, IdKind::Gid)?;
+            let um = read_map(IdKind::Uid)?;
+            let gm = read_map(IdKind::Gid)?;
             cred.euid = um.map_down_or_overflow(cred.euid);
             cred.egid = gm.map_down_or_overflow(cred.egid);
             cred.groups = cred
@@ -154,10 +143,32 @@ impl Cred {
     }
 }
 
+/// The caller's own uid or gid map as its namespace sees it
+/// (`ipcns_idmap::proc::read_map`, read through raw system calls). A map
+/// not yet written reads as the empty map.
+fn read_map(kind: IdKind) -> std::io::Result<IdMap> {
+    let path = map_path(Pid::SelfProcess, kind);
+    let text = sys::fs::read(&path)?;
+    if text.is_empty() {
+        return Ok(IdMap::empty());
+    }
+    // The kernel prints 4294967295 for lower ids the reader cannot see;
+    // such a map has no meaning from here.
+    IdMap::parse(&text).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: {e} (ids not visible from this namespace?)",
+                path.display()
+            ),
+        )
+    })
+}
+
 /// The start time of process `pid` (clock ticks after boot, field 22 of
 /// /proc/PID/stat), or `None` when there is no such process.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = sys::fs::read_to_string(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count
     // fields after its closing parenthesis.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -169,23 +180,10 @@ pub fn alive(pid: i32, start: u64) -> bool {
     pid > 0 && start_time(pid as u32).is_some_and(|s| start == 0 || s == start)
 }
 
-/// RLIMIT_MEMLOCK's soft limit from /proc/self/limits.
+/// RLIMIT_MEMLOCK's soft limit (`prlimit64`; RLIM_INFINITY is
+/// `u64::MAX`), or unlimited if it cannot be read.
 fn memlock_limit() -> u64 {
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("Max locked memory"))
-                .and_then(|l| {
-                    let soft = l["Max locked memory".len()..].split_whitespace().next()?;
-                    Some(if soft == "unlimited" {
-                        u64::MAX
-                    } else {
-                        soft.parse().ok()?
-                    })
-                })
-        })
-        .unwrap_or(u64::MAX)
+    sys::cred::soft_limit(libc::RLIMIT_MEMLOCK as usize).unwrap_or(u64::MAX)
 }
 
 /// The cache: (arena namespace, generation, credentials).

@@ -73,5 +73,12 @@ impl fmt::Display for Errno {
 
 impl std::error::Error for Errno {}
 
+impl From<Errno> for std::io::Error {
+    /// The same number, with the system's message.
+    fn from(e: Errno) -> std::io::Error {
+        std::io::Error::from_raw_os_error(e.0)
+    }
+}
+
 /// `Result<T, Errno>`.
 pub type SysResult<T> = Result<T, Errno>;

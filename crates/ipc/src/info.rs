@@ -13,13 +13,18 @@ impl Namespace {
         self.arena().path()
     }
 
-    /// The arena file, open read-write and close-on-exec, as this process
-    /// attached it. `ipcns run` hands a duplicate down to the programs it
-    /// runs (`IPCNS_FD`), so that one that cannot reach the path (another
-    /// uid, a cleared environment) still finds this very namespace. Writing
-    /// through it is what any participant can do to the mapping anyway.
-    pub fn file(&self) -> &std::fs::File {
-        self.arena().file()
+    /// A duplicate (close-on-exec) of the arena file's descriptor, open
+    /// read-write as this process attached it. `ipcns run` hands it down to
+    /// the programs it runs (`IPCNS_FD`), so that one that cannot reach the
+    /// path (another uid, a cleared environment) still finds this very
+    /// namespace. Writing through it is what any participant can do to the
+    /// mapping anyway.
+    pub fn file_dup(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        self.arena()
+            .file()
+            .try_clone()
+            .map(Into::into)
+            .map_err(|e| std::io::Error::from_raw_os_error(e.0))
     }
 
     /// Whether the namespace was created shared (its creation mode gave

@@ -46,6 +46,9 @@ not_loom! {
     pub mod sem;
     pub mod shm;
     mod sysctl;
+    /// Raw system calls (for ipcns's own crates: the C ABI, benches).
+    #[doc(hidden)]
+    pub mod sys;
     mod time;
     mod wait;
 

@@ -8,6 +8,7 @@
 pub use crate::arena::Access;
 use crate::arena::{self, Arena, ArenaError, CreateOptions};
 use crate::creds::{self, Cred};
+use crate::sys::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -154,19 +155,18 @@ impl Namespace {
     /// [`Namespace::remove`]. The segment directory goes only if it is a
     /// real directory of the arena's owner, and only its `shm.N` files.
     pub fn remove_at(path: &Path) -> Result<(), ArenaError> {
-        use std::os::unix::fs::MetadataExt;
-        let io = |source: std::io::Error| {
-            if source.kind() == std::io::ErrorKind::NotFound {
+        let io = |e: crate::errno::Errno| {
+            if e == crate::errno::Errno::ENOENT {
                 arena::not_found(path)
             } else {
                 ArenaError::Io {
                     path: path.to_path_buf(),
-                    source,
+                    source: e.into(),
                 }
             }
         };
-        let owner = std::fs::symlink_metadata(path).map_err(io)?.uid();
-        std::fs::remove_file(path).map_err(io)?;
+        let owner = fs::lstat(path).map_err(io)?.uid;
+        fs::unlink(path).map_err(io)?;
         arena::remove_segments(path, owner);
         Ok(())
     }
@@ -177,19 +177,19 @@ impl Namespace {
     /// FIFO.
     pub fn list() -> Result<Vec<String>, ArenaError> {
         let d = dir()?;
-        let entries = std::fs::read_dir(&d).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
+        let entries = fs::dir_names(&d).map_err(|e| {
+            if e == crate::errno::Errno::ENOENT {
                 ArenaError::NoDir { dir: d.clone() }
             } else {
                 ArenaError::Io {
                     path: d.clone(),
-                    source,
+                    source: e.into(),
                 }
             }
         })?;
         let mut v: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| Some((e.path(), e.file_name().into_string().ok()?)))
+            .into_iter()
+            .filter_map(|n| Some((d.join(&n), n.into_string().ok()?)))
             .filter_map(|(p, n)| Some((p, n.strip_prefix(PREFIX)?.to_string())))
             .filter(|(p, n)| check_name(n).is_ok() && arena::is_arena(p))
             .map(|(_, n)| n)

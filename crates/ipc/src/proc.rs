@@ -121,7 +121,7 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
         return Ok(cached as u32 - 1);
     }
-    let pid = std::process::id() as i32;
+    let pid = crate::sys::process::getpid();
     let start = lock::own_start();
     let (idx, exec) = {
         let _g = lock(a)?;
@@ -309,13 +309,13 @@ pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
     let r = record(a, idx)?;
     let mine = match r.state.load(Relaxed) {
         UNBORN => true,
-        LIVE => r.pid.load(Relaxed) == std::process::id() as i32,
+        LIVE => r.pid.load(Relaxed) == crate::sys::process::getpid(),
         _ => false,
     };
     if !mine || r.spare[0].load(Relaxed) != nonce {
         return Ok(false);
     }
-    r.pid.store(std::process::id() as i32, Relaxed);
+    r.pid.store(crate::sys::process::getpid(), Relaxed);
     r.start.store(lock::own_start(), Relaxed);
     r.image.store(image(), Relaxed);
     r.spare[0].store(0, Relaxed);
@@ -381,7 +381,7 @@ pub fn exit(a: &Arena) -> Result<(), Errno> {
     if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
         return Ok(());
     }
-    finish(a, cached as u32 - 1, std::process::id() as i32, true)
+    finish(a, cached as u32 - 1, crate::sys::process::getpid(), true)
 }
 
 /// Applies record `idx`'s undo entries for `pid` and frees them; then,

@@ -13,8 +13,8 @@ use crate::registry::{self, Kind, Reg, lock_object};
 use crate::sem::SemKind;
 use crate::shm::{ShmKind, segment_path};
 use core::fmt::Write;
+use crate::sys::fs;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
-use std::os::unix::fs::MetadataExt;
 
 const SEM_HEADER: &str =
     "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n";
@@ -73,8 +73,8 @@ impl Namespace {
                 crate::shm::reap_if_forced(a)?;
                 self.rows::<ShmKind>(cred, SHM_HEADER, |out, id, s, c| {
                     let h = &s.head;
-                    let rss = std::fs::metadata(segment_path(a, s.serial.load(Relaxed)))
-                        .map_or(0, |m| m.blocks() * 512);
+                    let rss = fs::stat(&segment_path(a, s.serial.load(Relaxed)))
+                        .map_or(0, |m| m.blocks * 512);
                     let _ = writeln!(
                         out,
                         "{:>10} {:>10}  {:>4o} {:>21} {:>5} {:>5}  {:>5} {} {:>10} {:>10} {:>10} {:>21} {:>21}",

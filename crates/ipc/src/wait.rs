@@ -91,7 +91,7 @@ fn walk_limit(a: &Arena) -> u64 {
 /// already seen (a cycle), ends the list there: the link is cut.
 pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::BTreeSet::new();
     let mut prev: Option<u64> = None;
     let mut cur = head.load(Relaxed);
     let limit = walk_limit(a);
@@ -268,6 +268,9 @@ impl park::Park for RealPark<'_, '_> {
     fn beat(&self) {
         beat(self.w);
     }
+    fn pause(&self) {
+        crate::sys::process::sched_yield();
+    }
     fn tick(&mut self) {
         (self.tick)();
     }
@@ -303,7 +306,7 @@ pub fn now_ns() -> u64 {
 pub fn ticket() -> u32 {
     use core::sync::atomic::AtomicU32;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let salt = (std::process::id() as u32).rotate_left(16);
+    let salt = (crate::sys::process::getpid() as u32).rotate_left(16);
     let n = NEXT.fetch_add(1, Relaxed).wrapping_add(1) ^ salt;
     n.max(1)
 }

@@ -260,8 +260,7 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         );
     }
     let fd = ns
-        .file()
-        .try_clone()
+        .file_dup()
         .context("duplicating the arena's descriptor")?;
     let mut cmd = Command::new(opts.program.as_deref().unwrap_or_default());
     cmd.args(&opts.args)

@@ -27,16 +27,15 @@
 //!   `shmget` does not make it, as that user's); a private one at its first
 //!   `shmget`.
 //!
-//! # Safety
-//! `geteuid` takes no argument and cannot fail.
-#![allow(unsafe_code)]
+//! Every call here is a raw system call (`crate::sys`), never a libc
+//! symbol another preload may interpose.
 
 use super::ArenaError;
 use super::header::FLAG_SHARED;
+use crate::errno::Errno;
+use crate::sys::{self, Fd, Stat, fs};
 use std::ffi::OsString;
-use std::fs::{DirBuilder, File, Metadata, OpenOptions, Permissions};
-use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Whether a caller accepts a namespace owned by another user.
@@ -63,8 +62,7 @@ impl Access {
 
 /// `geteuid()`: who the files must belong to.
 pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no arguments, touches no memory and cannot fail.
-    unsafe { libc::geteuid() }
+    sys::cred::geteuid()
 }
 
 /// The header flag a new arena of `mode` gets: [`FLAG_SHARED`] if the mode
@@ -74,29 +72,14 @@ pub(super) fn shared_flag(mode: u32) -> u32 {
 }
 
 /// What kind of file this is, for error messages.
-fn kind(meta: &Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a regular file"
-    }
+fn kind(meta: &Stat) -> &'static str {
+    meta.kind()
 }
 
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ArenaError + '_ {
-    move |source| ArenaError::Io {
+fn io_at(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
+    move |e| ArenaError::Io {
         path: path.to_path_buf(),
-        source,
+        source: e.into(),
     }
 }
 
@@ -104,7 +87,7 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ArenaError + '_ {
 /// directory it would be in is missing.
 pub(crate) fn not_found(path: &Path) -> ArenaError {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) if std::fs::metadata(d).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) => {
+        Some(d) if fs::stat(d) == Err(Errno::ENOENT) => {
             ArenaError::NoDir {
                 dir: d.to_path_buf(),
             }
@@ -118,12 +101,12 @@ pub(crate) fn not_found(path: &Path) -> ArenaError {
 /// The error of a failed open of `path`: a missing file or directory, a
 /// file of the wrong kind (a symbolic link gives `ELOOP` under
 /// `O_NOFOLLOW`, a directory `EISDIR`), or the system's word.
-fn open_error(path: &Path, e: io::Error) -> ArenaError {
-    if e.kind() == io::ErrorKind::NotFound {
+fn open_error(path: &Path, e: Errno) -> ArenaError {
+    if e == Errno::ENOENT {
         return not_found(path);
     }
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => ArenaError::NotRegular {
+    match fs::lstat(path) {
+        Ok(m) if !m.is_file() => ArenaError::NotRegular {
             path: path.to_path_buf(),
             kind: kind(&m),
         },
@@ -134,15 +117,15 @@ fn open_error(path: &Path, e: io::Error) -> ArenaError {
 /// `open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)` and
 /// `fstat`: an existing arena's file, which must be a regular file.
 /// (`O_NONBLOCK` means nothing to a regular file's reads and writes.)
-pub(super) fn open_arena(path: &Path) -> Result<(File, Metadata), ArenaError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| open_error(path, e))?;
-    let meta = file.metadata().map_err(io_at(path))?;
-    if !meta.file_type().is_file() {
+pub(super) fn open_arena(path: &Path) -> Result<(Fd, Stat), ArenaError> {
+    let file = fs::open(
+        path,
+        libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0,
+    )
+    .map_err(|e| open_error(path, e))?;
+    let meta = file.stat().map_err(io_at(path))?;
+    if !meta.is_file() {
         return Err(ArenaError::NotRegular {
             path: path.to_path_buf(),
             kind: kind(&meta),
@@ -156,17 +139,17 @@ pub(super) fn open_arena(path: &Path) -> Result<(File, Metadata), ArenaError> {
 /// when it asks for shared use.
 pub(super) fn admit(
     path: &Path,
-    meta: &Metadata,
+    meta: &Stat,
     flags: u32,
     access: Access,
 ) -> Result<(), ArenaError> {
     let me = euid();
-    if meta.uid() == me || (access == Access::Shared && flags & FLAG_SHARED != 0) {
+    if meta.uid == me || (access == Access::Shared && flags & FLAG_SHARED != 0) {
         return Ok(());
     }
     Err(ArenaError::NotOwner {
         path: path.to_path_buf(),
-        owner: meta.uid(),
+        owner: meta.uid,
         euid: me,
         asked_shared: access == Access::Shared,
     })
@@ -175,49 +158,47 @@ pub(super) fn admit(
 /// Whether `path` is a regular file that starts with an arena's magic
 /// number; never follows a link nor waits on a FIFO.
 pub(crate) fn is_arena(path: &Path) -> bool {
-    let Ok(mut f) = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-    else {
+    let Ok(f) = fs::open(
+        path,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0,
+    ) else {
         return false;
     };
     let mut magic = [0u8; 8];
-    f.metadata().is_ok_and(|m| m.file_type().is_file())
-        && f.read_exact(&mut magic).is_ok()
+    f.stat().is_ok_and(|m| m.is_file())
+        && f.read_full(&mut magic) == Ok(8)
         && u64::from_le_bytes(magic) == super::header::MAGIC
 }
 
 /// A new file for the arena that will be `path`, under the temporary name
 /// `<path>.tmp.PID.NANOS` (no namespace name contains `.tmp.`), with
 /// exactly `mode`.
-pub(super) fn create_temporary(path: &Path, mode: u32) -> Result<(PathBuf, File), ArenaError> {
+pub(super) fn create_temporary(path: &Path, mode: u32) -> Result<(PathBuf, Fd), ArenaError> {
     let mut tmp = OsString::from(path.as_os_str());
     tmp.push(format!(
         ".tmp.{}.{}",
-        std::process::id(),
+        sys::process::getpid(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos())
     ));
     let tmp = PathBuf::from(tmp);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o777)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&tmp)
-        .map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                not_found(&tmp)
-            } else {
-                io_at(&tmp)(e)
-            }
-        })?;
+    let file = fs::open(
+        &tmp,
+        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+        mode & 0o777,
+    )
+    .map_err(|e| {
+        if e == Errno::ENOENT {
+            not_found(&tmp)
+        } else {
+            io_at(&tmp)(e)
+        }
+    })?;
     // The umask took bits away from `mode`: give them back.
-    if let Err(e) = file.set_permissions(Permissions::from_mode(mode & 0o7777)) {
-        let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = file.chmod(mode & 0o7777) {
+        let _ = fs::unlink(&tmp);
         return Err(io_at(&tmp)(e));
     }
     Ok((tmp, file))
@@ -227,11 +208,11 @@ pub(super) fn create_temporary(path: &Path, mode: u32) -> Result<(PathBuf, File)
 /// the segment directory of a shared arena, then `link(tmp, path)`, which
 /// fails if the name is taken, so two creators cannot both win. Checks that
 /// the name now leads to `file` (nobody swapped `tmp` meanwhile).
-pub(super) fn publish(tmp: &Path, path: &Path, file: &File, mode: u32) -> Result<(), ArenaError> {
+pub(super) fn publish(tmp: &Path, path: &Path, file: &Fd, mode: u32) -> Result<(), ArenaError> {
     let exists = || ArenaError::Exists {
         path: path.to_path_buf(),
     };
-    if std::fs::symlink_metadata(path).is_ok() {
+    if fs::lstat(path).is_ok() {
         return Err(exists());
     }
     let made_dir = if shared_flag(mode) != 0 {
@@ -239,29 +220,30 @@ pub(super) fn publish(tmp: &Path, path: &Path, file: &File, mode: u32) -> Result
     } else {
         false
     };
-    if let Err(e) = std::fs::hard_link(tmp, path) {
+    if let Err(e) = fs::link(tmp, path) {
         if made_dir {
-            let _ = std::fs::remove_dir(segment_dir_of(path));
+            let _ = fs::rmdir(&segment_dir_of(path));
         }
-        return Err(if e.kind() == io::ErrorKind::AlreadyExists {
+        return Err(if e == Errno::EEXIST {
             exists()
         } else {
             open_error(path, e)
         });
     }
-    let ours = file.metadata().map_err(io_at(path))?;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if (m.dev(), m.ino()) == (ours.dev(), ours.ino()) => Ok(()),
-        _ => Err(io_at(path)(io::Error::other(
-            "the new arena was replaced before it was published",
-        ))),
+    let ours = file.stat().map_err(io_at(path))?;
+    match fs::lstat(path) {
+        Ok(m) if m.same_file(&ours) => Ok(()),
+        _ => Err(ArenaError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::other("the new arena was replaced before it was published"),
+        }),
     }
 }
 
 /// `lstat(dir)`: a real directory (not a link to one), or why not.
-fn stat_dir(dir: &Path) -> Result<Metadata, ArenaError> {
-    let m = std::fs::symlink_metadata(dir).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
+fn stat_dir(dir: &Path) -> Result<Stat, ArenaError> {
+    let m = fs::lstat(dir).map_err(|e| {
+        if e == Errno::ENOENT {
             not_found(dir)
         } else {
             io_at(dir)(e)
@@ -282,33 +264,29 @@ fn stat_dir(dir: &Path) -> Result<Metadata, ArenaError> {
 /// permission on the directory itself, which the umask may have left
 /// without any), `fstat` to be sure it is the same one, and `chmod` through
 /// the descriptor's `/proc/self/fd` link, which names that very inode.
-fn chmod_dir(dir: &Path, seen: &Metadata, mode: u32) -> Result<(), ArenaError> {
-    use std::os::fd::AsRawFd;
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(io_at(dir))?;
-    let m = f.metadata().map_err(io_at(dir))?;
-    if (m.dev(), m.ino()) != (seen.dev(), seen.ino()) {
+fn chmod_dir(dir: &Path, seen: &Stat, mode: u32) -> Result<(), ArenaError> {
+    let f = fs::open(
+        dir,
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        0,
+    )
+    .map_err(io_at(dir))?;
+    let m = f.stat().map_err(io_at(dir))?;
+    if !m.same_file(seen) {
         return Err(ArenaError::BadDir {
             dir: dir.to_path_buf(),
             why: "it was replaced while being made".to_string(),
         });
     }
-    std::fs::set_permissions(
-        format!("/proc/self/fd/{}", f.as_raw_fd()),
-        Permissions::from_mode(mode),
-    )
-    .map_err(io_at(dir))
+    fs::chmod(Path::new(&format!("/proc/self/fd/{}", f.raw())), mode).map_err(io_at(dir))
 }
 
 /// `mkdir(dir, 0700)`; whether it made it (false: it was there).
 fn make_dir(dir: &Path) -> Result<bool, ArenaError> {
-    match DirBuilder::new().mode(0o700).create(dir) {
+    match fs::mkdir(dir, 0o700) {
         Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found(dir)),
+        Err(Errno::EEXIST) => Ok(false),
+        Err(Errno::ENOENT) => Err(not_found(dir)),
         Err(e) => Err(io_at(dir)(e)),
     }
 }
@@ -320,12 +298,12 @@ pub(crate) fn private_dir(base: &Path, uid: u32) -> Result<PathBuf, ArenaError> 
     let dir = base.join(format!("ipcns-{uid}"));
     let made = make_dir(&dir)?;
     let m = stat_dir(&dir)?;
-    let why = if m.uid() != uid {
-        Some(format!("owned by uid {}, not by you (uid {uid})", m.uid()))
-    } else if m.mode() & 0o022 != 0 {
+    let why = if m.uid != uid {
+        Some(format!("owned by uid {}, not by you (uid {uid})", m.uid))
+    } else if m.mode & 0o022 != 0 {
         Some(format!(
             "mode {:04o} lets others than you write in it",
-            m.mode() & 0o7777
+            m.mode & 0o7777
         ))
     } else {
         None
@@ -360,18 +338,18 @@ fn segment_dir(arena: &Path, owner: u32, mode: u32) -> Result<(PathBuf, bool), A
     let made = make_dir(&dir)?;
     let m = stat_dir(&dir).inspect_err(|_| {
         if made {
-            let _ = std::fs::remove_dir(&dir);
+            let _ = fs::rmdir(&dir);
         }
     })?;
-    if m.uid() != owner {
+    if m.uid != owner {
         if made {
-            let _ = std::fs::remove_dir(&dir);
+            let _ = fs::rmdir(&dir);
         }
         return Err(ArenaError::BadDir {
             dir,
             why: format!(
                 "owned by uid {}, not by the namespace's owner (uid {owner})",
-                m.uid()
+                m.uid
             ),
         });
     }
@@ -386,27 +364,22 @@ fn segment_dir(arena: &Path, owner: u32, mode: u32) -> Result<(PathBuf, bool), A
 /// if it is missing; returns its path.
 pub(crate) fn create_segment(
     arena: &Path,
-    arena_file: &File,
+    arena_file: &Fd,
     serial: u64,
     size: u64,
 ) -> Result<PathBuf, ArenaError> {
-    let am = arena_file.metadata().map_err(io_at(arena))?;
-    let (dir, _) = segment_dir(arena, am.uid(), am.mode())?;
+    let am = arena_file.stat().map_err(io_at(arena))?;
+    let (dir, _) = segment_dir(arena, am.uid, am.mode)?;
     let path = dir.join(format!("shm.{serial}"));
-    let mode = am.mode() & 0o666;
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(io_at(&path))?;
-    if let Err(e) = f
-        .set_permissions(Permissions::from_mode(mode))
-        .and_then(|()| f.set_len(size))
-    {
-        let _ = std::fs::remove_file(&path);
+    let mode = am.mode & 0o666;
+    let f = fs::open(
+        &path,
+        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+        mode,
+    )
+    .map_err(io_at(&path))?;
+    if let Err(e) = f.chmod(mode).and_then(|()| f.set_len(size)) {
+        let _ = fs::unlink(&path);
         return Err(io_at(&path)(e));
     }
     Ok(path)
@@ -420,22 +393,21 @@ pub(crate) fn remove_segments(arena: &Path, owner: u32) {
     let Ok(m) = stat_dir(&dir) else {
         return;
     };
-    if m.uid() != owner {
+    if m.uid != owner {
         return;
     }
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for e in entries.filter_map(Result::ok) {
-            let n = e.file_name();
+    if let Ok(names) = fs::dir_names(&dir) {
+        for n in names {
             let is_segment = n
                 .to_str()
                 .and_then(|n| n.strip_prefix("shm."))
                 .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
             if is_segment {
-                let _ = std::fs::remove_file(dir.join(n));
+                let _ = fs::unlink(&dir.join(n));
             }
         }
     }
-    let _ = std::fs::remove_dir(&dir);
+    let _ = fs::rmdir(&dir);
 }
 
 #[cfg(test)]

@@ -11,9 +11,8 @@
 //! The mapping lives as long as the `Mapping`; references borrow it.
 #![allow(unsafe_code)]
 
-use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
+use crate::errno::Errno;
+use crate::sys::{Fd, mem};
 
 /// Types that may live in the arena.
 ///
@@ -52,24 +51,20 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Maps `len` bytes of `file`, which must be at least that long.
-    pub fn new(file: &File, len: usize) -> io::Result<Mapping> {
+    pub fn new(file: &Fd, len: usize) -> Result<Mapping, Errno> {
         // SAFETY: a fresh mapping chosen by the kernel; no existing memory
         // is affected. The file is open for reading and writing.
         let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
+            mem::mmap(
+                0,
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
+                file,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         Ok(Mapping {
-            base: p.cast(),
+            base: p as *mut u8,
             len,
         })
     }
@@ -105,41 +100,17 @@ impl Mapping {
     /// Reserves the file's pages under `[off, off + len)` (`fallocate`), so
     /// that touching them later can never fault on a full file system
     /// (SIGBUS): the error comes now, as ENOMEM.
-    pub fn reserve(&self, file: &File, off: u64, len: u64) -> io::Result<()> {
+    pub fn reserve(&self, file: &Fd, off: u64, len: u64) -> Result<(), Errno> {
         if len == 0 {
             return Ok(());
         }
-        // SAFETY: an fallocate on our own descriptor; no memory is touched.
-        let r = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_KEEP_SIZE,
-                off as libc::off_t,
-                len as libc::off_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        file.fallocate(libc::FALLOC_FL_KEEP_SIZE, off, len)
     }
 
     /// Gives the pages of `[off, off + len)` back to the file system
     /// (`fallocate(PUNCH_HOLE)` on the file): they read as zeros afterwards.
-    pub fn punch(&self, file: &File, off: u64, len: u64) -> io::Result<()> {
-        // SAFETY: an fallocate on our own descriptor; no memory is touched.
-        let r = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off as libc::off_t,
-                len as libc::off_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    pub fn punch(&self, file: &Fd, off: u64, len: u64) -> Result<(), Errno> {
+        file.fallocate(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, len)
     }
 }
 
@@ -147,7 +118,7 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the region mapped in `new`; no reference
         // into it survives `self` (they borrow it).
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+        let _ = unsafe { mem::munmap(self.base as usize, self.len) };
     }
 }
 
@@ -168,12 +139,12 @@ unsafe impl Shared for core::sync::atomic::AtomicI64 {}
 /// exactly there, replacing what is mapped only if `replace`), for shmat.
 /// EEXIST when `addr` is taken and `replace` is false.
 pub fn map_segment(
-    file: &File,
+    file: &Fd,
     len: usize,
     addr: usize,
     prot: i32,
     replace: bool,
-) -> io::Result<usize> {
+) -> Result<usize, Errno> {
     let flags = libc::MAP_SHARED
         | match (addr, replace) {
             (0, _) => 0,
@@ -183,17 +154,14 @@ pub fn map_segment(
     // SAFETY: a new mapping of our own descriptor. At a fixed address it
     // replaces existing pages only when the caller asked for SHM_REMAP, as
     // shmat(2) does; those pages are the caller's to give up.
-    let p = unsafe { libc::mmap(addr as *mut libc::c_void, len, prot, flags, file.as_raw_fd(), 0) };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    if addr != 0 && p as usize != addr {
+    let p = unsafe { mem::mmap(addr, len, prot, flags, file) }?;
+    if addr != 0 && p != addr {
         // An old kernel ignoring MAP_FIXED_NOREPLACE: not where asked.
         // SAFETY: unmaps the mapping just made.
-        unsafe { libc::munmap(p, len) };
-        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        let _ = unsafe { mem::munmap(p, len) };
+        return Err(Errno::EEXIST);
     }
-    Ok(p as usize)
+    Ok(p)
 }
 
 /// Unmaps an attachment made by [`map_segment`] (shmdt).
@@ -201,5 +169,5 @@ pub fn unmap_segment(addr: usize, len: usize) {
     // SAFETY: unmaps exactly an attachment this process made with
     // `map_segment` (shmdt found it in its own record); the caller gives
     // it up, as shmdt(2) does.
-    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+    let _ = unsafe { mem::munmap(addr, len) };
 }

@@ -18,10 +18,9 @@ pub(crate) use file::{create_segment, euid, is_arena, not_found, private_dir, re
 use crate::errno::Errno;
 use header::{ARCH, FLAG_EXTEND, FLAG_SHARED, Header, LAYOUT_VERSION, LOCK_KIND, MAGIC};
 use layout::{HEADER_SIZE, Layout, SLOT_SIZE};
+use crate::sys::{Fd, fs};
 use map::{Mapping, Shared};
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -116,21 +115,21 @@ pub struct Arena {
     /// generation (high half) and index + 1 (low half), 0 if none yet.
     pub(crate) own_proc: core::sync::atomic::AtomicU64,
     path: PathBuf,
-    file: File,
+    file: Fd,
     map: Mapping,
     layout: Layout,
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ArenaError + '_ {
-    move |source| {
-        if source.kind() == io::ErrorKind::NotFound {
+fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
+    move |e| {
+        if e == Errno::ENOENT {
             ArenaError::NotFound {
                 path: path.to_path_buf(),
             }
         } else {
             ArenaError::Io {
                 path: path.to_path_buf(),
-                source,
+                source: io::Error::from(e),
             }
         }
     }
@@ -138,7 +137,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ArenaError + '_ {
 
 /// The inode of the caller's user namespace.
 pub fn own_userns() -> u64 {
-    std::fs::metadata("/proc/self/ns/user").map_or(0, |m| m.ino())
+    fs::stat(Path::new("/proc/self/ns/user")).map_or(0, |m| m.ino)
 }
 
 impl Arena {
@@ -161,21 +160,21 @@ impl Arena {
             file::publish(&tmp, path, &arena.file, opts.mode)?;
             Ok(arena)
         })();
-        let _ = std::fs::remove_file(&tmp);
+        let _ = fs::unlink(&tmp);
         result
     }
 
     /// Attaches to the arena at `path`: a regular file (not a link) of the
     /// caller's, or one created shared if `access` is [`Access::Shared`].
     pub fn open(path: &Path, access: Access) -> Result<Arena, ArenaError> {
-        let (mut file, meta) = file::open_arena(path)?;
+        let (file, meta) = file::open_arena(path)?;
         let not = |why: String| ArenaError::NotAnArena {
             path: path.to_path_buf(),
             why,
         };
-        let len = meta.len();
+        let len = meta.size;
         let mut head = [0u8; 64];
-        if len < HEADER_SIZE || file.read_exact(&mut head).is_err() {
+        if len < HEADER_SIZE || file.read_full(&mut head) != Ok(head.len()) {
             return Err(not(format!("{len} bytes, too short")));
         }
         let word = |at: usize| {
@@ -297,7 +296,7 @@ impl Arena {
         self.map.view_slice(off, n).ok_or(Errno::EFAULT)
     }
 
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &Fd {
         &self.file
     }
 

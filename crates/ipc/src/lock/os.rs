@@ -4,15 +4,14 @@
 //! preloads).
 //!
 //! # Safety
-//! The futex calls pass the address of an `AtomicU32` that the caller
-//! borrows for the duration of the call (a word in the mapped arena), a
-//! valid timespec, and no other pointer. `sys::read_file` is given a
-//! NUL-terminated path and a buffer it owns. The fork handler only bumps an
-//! atomic (async-signal-safe, as a fork handler must be).
+//! The fork handler only bumps an atomic (async-signal-safe, as a fork
+//! handler must be); the system calls are `crate::sys`'s safe wrappers.
 #![allow(unsafe_code)]
 
 use super::{Liveness, Lock, Os, TID_MASK};
+use crate::errno::Errno;
 use crate::sync::AtomicU64;
+use crate::sys;
 use core::cell::Cell;
 use std::sync::OnceLock;
 
@@ -56,8 +55,7 @@ fn identify(generation: u64) -> u64 {
         // SAFETY: registers a child handler that only bumps an atomic.
         unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     });
-    // SAFETY: gettid takes no argument and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64 & TID_MASK;
+    let tid = sys::process::gettid() as u64 & TID_MASK;
     let start = thread_stat(tid as u32).map_or(0, |(_, s)| s);
     let who = (u64::from(tag_of(boot_tag(), start)) << 32) | tid;
     ME.with(|c| c.set((generation, who)));
@@ -69,7 +67,7 @@ pub fn boot_tag() -> u64 {
     static TAG: OnceLock<u64> = OnceLock::new();
     *TAG.get_or_init(|| {
         let mut buf = [0u8; 64];
-        let n = sys::read_file(c"/proc/sys/kernel/random/boot_id", &mut buf).unwrap_or(0);
+        let n = sys::fs::read_into(c"/proc/sys/kernel/random/boot_id", &mut buf).unwrap_or(0);
         // FNV-1a over the text.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for &b in &buf[..n] {
@@ -101,7 +99,7 @@ fn thread_stat(tid: u32) -> Option<(u8, u64)> {
     let _ = core::fmt::write(&mut w, format_args!("/proc/{tid}/stat\0"));
     let path = core::ffi::CStr::from_bytes_until_nul(&path).ok()?;
     let mut buf = [0u8; 512];
-    let n = sys::read_file(path, &mut buf).ok()?;
+    let n = sys::fs::read_into(path, &mut buf).ok()?;
     let text = &buf[..n];
     // The command (field 2) may hold anything: fields restart after its
     // last ')'.
@@ -137,43 +135,23 @@ impl Os for RealOs {
     }
 
     fn wait(&self, word: &AtomicU64, expected: u32) -> bool {
-        let ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: SLICE_NS,
-        };
-        // SAFETY: a shared (not private: the word is in a MAP_SHARED file)
-        // FUTEX_WAIT on the low half of a live AtomicU64 (little-endian:
-        // its first 4 bytes) with a valid relative timeout.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr().cast::<u32>(),
-                libc::FUTEX_WAIT,
-                expected,
-                &ts as *const libc::timespec,
-            )
-        };
-        if r == 0 {
-            return false;
+        // A shared (not private: the word is in a MAP_SHARED file)
+        // FUTEX_WAIT on the low half of the word.
+        match sys::futex::wait(word, expected, SLICE_NS as u64) {
+            Ok(()) => false,
+            Err(e) => {
+                debug_assert!(
+                    matches!(e.0, libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR),
+                    "futex wait: {e:?}"
+                );
+                e.0 == libc::ETIMEDOUT
+            }
         }
-        let e = crate::errno::Errno::last().0;
-        debug_assert!(
-            matches!(e, libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR),
-            "futex wait: {e}"
-        );
-        e == libc::ETIMEDOUT
     }
 
     fn wake(&self, word: &AtomicU64) {
-        // SAFETY: FUTEX_WAKE of one waiter on the low half of a live word.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr().cast::<u32>(),
-                libc::FUTEX_WAKE,
-                1,
-            )
-        };
+        // FUTEX_WAKE of one waiter on the low half of the word.
+        sys::futex::wake(word, 1);
     }
 
     fn liveness(&self, who: u64) -> Liveness {
@@ -231,39 +209,6 @@ pub fn holder_of(lock: &Lock) -> Option<Holder> {
     })
 }
 
-mod sys {
-    //! Small files read through raw system calls.
-
-    /// Reads up to `buf.len()` bytes of the file at `path`.
-    pub fn read_file(path: &core::ffi::CStr, buf: &mut [u8]) -> Result<usize, i32> {
-        // SAFETY: a NUL-terminated path; flags only.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(crate::errno::Errno::last().0);
-        }
-        let mut n = 0;
-        while n < buf.len() {
-            let rest = &mut buf[n..];
-            // SAFETY: reads into the unfilled tail of a buffer we own.
-            let r = unsafe { libc::syscall(libc::SYS_read, fd, rest.as_mut_ptr(), rest.len()) };
-            if r <= 0 {
-                break;
-            }
-            n += r as usize;
-        }
-        // SAFETY: closes the descriptor opened above.
-        unsafe { libc::syscall(libc::SYS_close, fd) };
-        Ok(n)
-    }
-}
-
 /// This thread's identity as lock words and waiter records name it.
 pub fn my_identity() -> u64 {
     me()
@@ -285,35 +230,18 @@ pub enum Woke {
 /// `timeout_ns` (always finite, so that a signal handler surfaces as
 /// EINTR instead of a transparent restart).
 pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32, timeout_ns: u64) -> Woke {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: a shared FUTEX_WAIT on a live AtomicU32 (in the mapped arena)
-    // with a valid relative timeout.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-        )
-    };
-    if r == 0 {
-        return Woke::Woken;
-    }
-    match crate::errno::Errno::last().0 {
-        libc::ETIMEDOUT => Woke::TimedOut,
-        libc::EINTR => Woke::Interrupted,
-        _ => Woke::Woken,
+    // A shared FUTEX_WAIT on a word in the mapped arena.
+    match sys::futex::wait(word, expected, timeout_ns) {
+        Ok(()) => Woke::Woken,
+        Err(e) if e.0 == libc::ETIMEDOUT => Woke::TimedOut,
+        Err(Errno::EINTR) => Woke::Interrupted,
+        Err(_) => Woke::Woken,
     }
 }
 
 /// Wakes every sleeper on the shared futex `word`.
 pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a live AtomicU32; no other pointer.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+    sys::futex::wake(word, i32::MAX);
 }
 
 /// Changes in a forked child (and only there): caches keyed by it are
@@ -332,8 +260,8 @@ pub fn process_alive(pid: i32, start: u64) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: signal 0 only checks existence.
-    if unsafe { libc::kill(pid, 0) } != 0 && crate::errno::Errno::last().0 == libc::ESRCH {
+    // Signal 0 only checks existence.
+    if sys::process::kill(pid, 0) == Err(Errno::ESRCH) {
         return false;
     }
     match thread_stat(pid as u32) {
@@ -344,40 +272,24 @@ pub fn process_alive(pid: i32, start: u64) -> bool {
 
 /// The start time of this process (ticks after boot).
 pub fn own_start() -> u64 {
-    // SAFETY: getpid takes nothing and cannot fail.
-    let pid = unsafe { libc::getpid() };
+    let pid = sys::process::getpid();
     thread_stat(pid as u32).map_or(0, |(_, s)| s)
 }
 
 /// Eight random bytes from the kernel (`getrandom`), if it has them.
 pub fn random_u64() -> Option<u64> {
     let mut b = [0u8; 8];
-    // SAFETY: getrandom fills at most the 8 bytes of a local buffer.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, libc::GRND_NONBLOCK) };
+    let n = sys::process::getrandom(&mut b, libc::GRND_NONBLOCK);
     let r = u64::from_le_bytes(b);
-    (n == 8 && r != 0).then_some(r)
+    (n == Ok(8) && r != 0).then_some(r)
 }
 
 /// `getppid()`.
 pub fn parent_pid() -> i32 {
-    // SAFETY: getppid takes nothing and cannot fail.
-    unsafe { libc::getppid() }
+    sys::process::getppid()
 }
 
-/// `clock_gettime(clock)` in nanoseconds (0 if the clock is unreadable).
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one timespec into a local (a vDSO call, no syscall).
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
+use sys::time::clock_ns;
 
 /// `ktime_get_real_seconds()`: the coarse wall clock, in seconds (what
 /// Linux stamps IPC objects with: the timekeeper's last tick, no read of
@@ -395,9 +307,8 @@ pub fn monotonic_ns() -> u64 {
 /// Whether thread `tid` of process `tgid` exists: `tgkill(tgid, tid, 0)`
 /// only (no /proc read). A zombie still answers yes.
 pub fn thread_answers(tgid: i32, tid: u32) -> bool {
-    // SAFETY: signal 0 only checks existence and permission.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid as libc::c_int, 0) };
-    r == 0 || crate::errno::Errno::last().0 != libc::ESRCH
+    // Signal 0 only checks existence and permission.
+    sys::process::tgkill(tgid, tid as i32, 0) != Err(Errno::ESRCH)
 }
 
 /// Whether the thread a lock word or sleeper record names (tag << 32 |
@@ -411,14 +322,13 @@ pub fn identity_alive(who: u64) -> bool {
 /// `/proc/self/task/TID/children` (needs CONFIG_PROC_CHILDREN); None when
 /// the file is missing or the list does not fit 64 KiB.
 pub fn thread_children() -> Option<Vec<i32>> {
-    // SAFETY: gettid takes nothing and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    let tid = sys::process::gettid();
     let mut path = [0u8; 48];
     let mut w = Writer(&mut path, 0);
     core::fmt::write(&mut w, format_args!("/proc/self/task/{tid}/children\0")).ok()?;
     let path = core::ffi::CStr::from_bytes_until_nul(&path).ok()?;
     let mut buf = vec![0u8; 1 << 16];
-    let n = sys::read_file(path, &mut buf).ok()?;
+    let n = sys::fs::read_into(path, &mut buf).ok()?;
     if n == buf.len() {
         return None;
     }

@@ -425,7 +425,7 @@ pub(super) fn enqueue(a: &Arena, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
     w.state.store(wait::QUEUED, Relaxed);
     w.status.store(0, Relaxed);
     w.who.store(lock::my_identity(), Relaxed);
-    w.pid.store(std::process::id() as i32, Relaxed);
+    w.pid.store(crate::sys::process::getpid(), Relaxed);
     w.nops.store(wants.kind, Relaxed);
     w.ops.store(0, Relaxed);
     w.blocking.store(wants.size, Relaxed);

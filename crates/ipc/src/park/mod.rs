@@ -66,6 +66,8 @@ pub trait Park {
     fn tick_ns(&self) -> u64;
     /// Called while spinning now and then (the sleeper's heartbeat).
     fn beat(&self);
+    /// Gives the cpu away for a moment while spinning (sched_yield).
+    fn pause(&self);
     /// Called after each slice that ran out (cleaning up after the dead).
     fn tick(&mut self);
 }
@@ -110,7 +112,7 @@ pub fn sleep(
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
                 p.beat();
-                std::thread::yield_now();
+                p.pause();
             }
             core::hint::spin_loop();
             continue;

@@ -81,6 +81,7 @@ impl Park for ModelPark<'_> {
         1
     }
     fn beat(&self) {}
+    fn pause(&self) {}
     fn tick(&mut self) {}
 }
 

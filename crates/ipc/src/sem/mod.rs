@@ -70,7 +70,7 @@ impl Kind for SemKind {
         let mut out = Vec::new();
         let n = s.nsems.load(Relaxed);
         let queue = wait::snapshot(a, &s.queue);
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         for off in queue {
             if !seen.insert(off) {
                 out.push(format!("sleeper queue loops at {off:#x}"));

@@ -116,7 +116,9 @@ fn attempt(
         if sop.sem_op == 0 && cur != 0 {
             return would_block(true);
         }
-        let result = cur + i32::from(sop.sem_op);
+        // `cur` comes from the arena and may be anything in a corrupt one:
+        // saturate rather than overflow (a panic in debug builds).
+        let result = cur.saturating_add(i32::from(sop.sem_op));
         // "if (result < 0) goto would_block;"
         if result < 0 {
             return would_block(false);

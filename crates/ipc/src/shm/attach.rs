@@ -253,7 +253,7 @@ pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
         return Ok(None);
     }
     let (child, nonce) = proc::make_unborn(a, parent)?;
-    let pid = std::process::id() as i32;
+    let pid = crate::sys::process::getpid();
     if let Err(e) = copy_counted(a, parent, child, pid) {
         let _ = proc::release_unborn(a, child, nonce);
         return Err(e);

@@ -23,9 +23,9 @@ use crate::namespace::Namespace;
 use crate::object::ShmSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
+use crate::sys::fs;
 use core::sync::atomic::Ordering::Relaxed;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const PAGE_SHIFT: u32 = 12;
 
@@ -47,22 +47,16 @@ pub(crate) fn map_segment(
     remap: bool,
 ) -> Result<usize, Errno> {
     let path = segment_path(a, serial);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(!rdonly)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|_| Errno::EIDRM)?;
+    let access = if rdonly { libc::O_RDONLY } else { libc::O_RDWR };
+    let file = fs::open(&path, access | libc::O_NOFOLLOW, 0).map_err(|_| Errno::EIDRM)?;
     let len = usize::try_from(size.div_ceil(4096) * 4096).map_err(|_| Errno::ENOMEM)?;
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }
         | if exec { libc::PROT_EXEC } else { 0 };
-    crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| {
-        match e.raw_os_error() {
-            Some(libc::EEXIST) => Errno::EINVAL,
-            Some(libc::EACCES | libc::EPERM) => Errno::EACCES,
-            _ => Errno::ENOMEM,
-        }
+    crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
+        Errno::EEXIST => Errno::EINVAL,
+        Errno::EACCES | Errno::EPERM => Errno::EACCES,
+        _ => Errno::ENOMEM,
     })
 }
 
@@ -93,7 +87,7 @@ impl Kind for ShmKind {
     fn release(a: &Arena, s: &ShmSlot) {
         let serial = s.serial.swap(0, Relaxed);
         if serial != 0 {
-            let _ = std::fs::remove_file(segment_path(a, serial));
+            let _ = fs::unlink(&segment_path(a, serial));
         }
     }
 
@@ -182,7 +176,7 @@ impl Namespace {
             Ok(())
         });
         if created.is_err() && !stored.get() {
-            let _ = std::fs::remove_file(&path);
+            let _ = fs::unlink(&path);
         }
         created
     }
@@ -346,11 +340,11 @@ pub(crate) fn reap_if_forced(a: &Arena) -> SysResult<()> {
 /// vm.overcommit_memory: 1 always; 0 (heuristic) unless more than RAM plus
 /// swap; 2 (strict) within CommitLimit - Committed_AS.
 fn enough_memory(pages: u64) -> bool {
-    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+    let mode = fs::read_to_string(Path::new("/proc/sys/vm/overcommit_memory"))
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(0);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let meminfo = fs::read_to_string(Path::new("/proc/meminfo")).unwrap_or_default();
     let kb = |name: &str| -> u64 {
         meminfo
             .lines()
@@ -372,8 +366,8 @@ fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
         let serial = s.serial.load(Relaxed);
-        if let Ok(m) = std::fs::symlink_metadata(segment_path(a, serial)) {
-            pages = pages.saturating_add((m.blocks() * 512) >> PAGE_SHIFT);
+        if let Ok(m) = fs::lstat(&segment_path(a, serial)) {
+            pages = pages.saturating_add((m.blocks * 512) >> PAGE_SHIFT);
         }
     }
     Ok(pages)

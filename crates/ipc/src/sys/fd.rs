@@ -1,0 +1,136 @@
+//! An owned file descriptor and the calls made on one: read, stat, chmod,
+//! truncate, allocate.
+//!
+//! # Safety
+//! Every call passes the descriptor this `Fd` owns (open until its drop)
+//! and buffers borrowed from the caller for the duration of the call, with
+//! their true lengths.
+
+use super::raw::{syscall1, syscall2, syscall3, syscall4};
+use super::stat::{Stat, statx_fd};
+use crate::errno::Errno;
+
+/// An open file descriptor, closed (raw `close`) when dropped.
+#[derive(Debug)]
+pub struct Fd(i32);
+
+impl Fd {
+    /// Takes ownership of `fd`, which the caller just received from the
+    /// kernel and owns alone.
+    pub(super) fn own(fd: usize) -> Fd {
+        Fd(fd as i32)
+    }
+
+    /// The number, for system calls.
+    pub fn raw(&self) -> i32 {
+        self.0
+    }
+
+    /// A new descriptor (close-on-exec) on the same open file as `fd`,
+    /// which need not be ours: `fcntl(fd, F_DUPFD_CLOEXEC, 0)`.
+    pub fn dup_of(fd: i32) -> Result<Fd, Errno> {
+        // SAFETY: fcntl takes integers only; a bad number is EBADF.
+        let r = unsafe {
+            syscall3(
+                libc::SYS_fcntl,
+                fd as usize,
+                libc::F_DUPFD_CLOEXEC as usize,
+                0,
+            )
+        }?;
+        Ok(Fd::own(r))
+    }
+
+    /// A duplicate of this descriptor (close-on-exec).
+    pub fn try_clone(&self) -> Result<Fd, Errno> {
+        Fd::dup_of(self.0)
+    }
+
+    /// `read(fd, buf, len)`, retried on EINTR.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: writes at most buf.len() bytes into a buffer we
+            // borrow mutably.
+            let r = unsafe {
+                syscall3(
+                    libc::SYS_read,
+                    self.0 as usize,
+                    buf.as_mut_ptr() as usize,
+                    buf.len(),
+                )
+            };
+            if r != Err(Errno::EINTR) {
+                return r;
+            }
+        }
+    }
+
+    /// Reads until `buf` is full or the file ends; the bytes read.
+    pub fn read_full(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.read(&mut buf[n..])? {
+                0 => break,
+                r => n += r.min(buf.len() - n),
+            }
+        }
+        Ok(n)
+    }
+
+    /// `fstat(fd)` (statx with `AT_EMPTY_PATH`).
+    pub fn stat(&self) -> Result<Stat, Errno> {
+        statx_fd(self.0)
+    }
+
+    /// `fchmod(fd, mode)`.
+    pub fn chmod(&self, mode: u32) -> Result<(), Errno> {
+        // SAFETY: no pointer.
+        unsafe { syscall2(libc::SYS_fchmod, self.0 as usize, mode as usize) }.map(drop)
+    }
+
+    /// `ftruncate(fd, len)`.
+    pub fn set_len(&self, len: u64) -> Result<(), Errno> {
+        // EINVAL as ftruncate gives for a negative length.
+        let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: no pointer.
+        unsafe { syscall2(libc::SYS_ftruncate, self.0 as usize, len as usize) }.map(drop)
+    }
+
+    /// `fallocate(fd, mode, off, len)`.
+    pub fn fallocate(&self, mode: i32, off: u64, len: u64) -> Result<(), Errno> {
+        // EINVAL/EFBIG as fallocate(2) gives for offsets past off_t.
+        let off = i64::try_from(off).map_err(|_| Errno::EINVAL)?;
+        let len = i64::try_from(len).map_err(|_| Errno::EFBIG)?;
+        // SAFETY: no pointer.
+        unsafe {
+            syscall4(
+                libc::SYS_fallocate,
+                self.0 as usize,
+                mode as usize,
+                off as usize,
+                len as usize,
+            )
+        }
+        .map(drop)
+    }
+}
+
+impl From<Fd> for std::os::fd::OwnedFd {
+    fn from(f: Fd) -> std::os::fd::OwnedFd {
+        use std::os::fd::FromRawFd;
+        let fd = f.0;
+        core::mem::forget(f);
+        // SAFETY: the descriptor was owned by `f` alone, which is forgotten
+        // without closing it: ownership moves to the OwnedFd.
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+    }
+}
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // close(2): "retrying the close() after a failure return is the
+        // wrong thing to do", even after EINTR.
+        // SAFETY: closes the descriptor this Fd owns, used no more.
+        let _ = unsafe { syscall1(libc::SYS_close, self.0 as usize) };
+    }
+}

@@ -1,0 +1,43 @@
+//! The core's own file, process and credential work, through raw system
+//! calls.
+//!
+//! ipcns runs inside programs that carry other preloads. fakeroot, for
+//! one, interposes `open`, `stat`, `mkdir`, `chown`, `getuid`... and talks
+//! to its daemon over SysV message queues, that is through ipcns: had the
+//! core opened its arena with libc's `open`, fakeroot would have called
+//! back into our `msgsnd` while we initialise (recursion, or a deadlock),
+//! and its faked uid 0 would have been taken for the real one, which the
+//! kernel checks. So every such call here is the `syscall` instruction
+//! itself (`svc 0` on aarch64), not a libc symbol, nor libc's `syscall`
+//! (which our own C ABI exports). The exceptions: `clock_gettime` (the
+//! vDSO, see [`time`]), and, on architectures other than x86_64 and
+//! aarch64, `libc::syscall` and `libc::mmap` (documented in [`raw`] and
+//! [`mem`]).
+//!
+//! Errors are the kernel's errno numbers ([`Errno`]); no wrapper sets the
+//! thread's `errno`.
+//!
+//! # Safety
+//! Every system call's `unsafe` is in this module (the arena's mapping
+//! calls the two `unsafe fn`s of [`mem`]). Each submodule's `# Safety`
+//! says what its calls rely on: the system call numbers are libc's for the target, every pointer
+//! passed is to memory of the size the call expects that lives for the
+//! call (NUL-terminated paths, buffers with their true lengths, borrowed
+//! atomics), and descriptors are owned by an [`Fd`] until its drop.
+//! Wrappers that could affect memory they do not own (`mmap` at a fixed
+//! address, `munmap`) are `unsafe fn`; the rest are safe.
+#![allow(unsafe_code)]
+
+pub mod cred;
+mod fd;
+pub mod fs;
+pub mod futex;
+pub mod mem;
+pub mod process;
+pub mod raw;
+mod stat;
+pub mod time;
+
+pub use crate::errno::Errno;
+pub use fd::Fd;
+pub use stat::Stat;

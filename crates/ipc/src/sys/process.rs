@@ -1,0 +1,80 @@
+//! Process and thread ids, signals for liveness, randomness, yielding.
+//!
+//! # Safety
+//! These calls take numbers only, except `getrandom`, which is given a
+//! buffer we own with its true length.
+
+use super::raw::{syscall0, syscall2, syscall3};
+use crate::errno::Errno;
+
+/// `getpid()`: the thread group id.
+pub fn getpid() -> i32 {
+    // SAFETY: no argument; cannot fail.
+    unsafe { syscall0(libc::SYS_getpid) }.map_or(0, |p| p as i32)
+}
+
+/// `gettid()`: the calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: no argument; cannot fail.
+    unsafe { syscall0(libc::SYS_gettid) }.map_or(0, |p| p as i32)
+}
+
+/// `getppid()`.
+pub fn getppid() -> i32 {
+    // SAFETY: no argument; cannot fail.
+    unsafe { syscall0(libc::SYS_getppid) }.map_or(0, |p| p as i32)
+}
+
+/// `kill(pid, sig)`.
+pub fn kill(pid: i32, sig: i32) -> Result<(), Errno> {
+    // SAFETY: numbers only.
+    unsafe { syscall2(libc::SYS_kill, pid as usize, sig as usize) }.map(drop)
+}
+
+/// `tgkill(tgid, tid, sig)`.
+pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> Result<(), Errno> {
+    // SAFETY: numbers only.
+    unsafe { syscall3(libc::SYS_tgkill, tgid as usize, tid as usize, sig as usize) }.map(drop)
+}
+
+/// `getrandom(buf, len, flags)`: the bytes written.
+pub fn getrandom(buf: &mut [u8], flags: u32) -> Result<usize, Errno> {
+    // SAFETY: the kernel writes at most buf.len() bytes into our buffer.
+    unsafe {
+        syscall3(
+            libc::SYS_getrandom,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+            flags as usize,
+        )
+    }
+}
+
+/// `sched_yield()`.
+pub fn sched_yield() {
+    // SAFETY: no argument; cannot fail.
+    let _ = unsafe { syscall0(libc::SYS_sched_yield) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_signals() {
+        // SAFETY: these take nothing and cannot fail.
+        let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+        assert_eq!((getpid(), getppid()), (pid, ppid));
+        let tid = gettid();
+        assert!(tid > 0);
+        assert_eq!(tgkill(pid, tid, 0), Ok(()));
+        assert_eq!(kill(pid, 0), Ok(()));
+        // A thread id that is not one of ours.
+        let other = std::thread::spawn(gettid).join().unwrap();
+        assert_ne!(other, tid);
+        assert_eq!(tgkill(pid, -1, 0), Err(Errno::EINVAL));
+        let mut b = [0u8; 16];
+        assert_eq!(getrandom(&mut b, libc::GRND_NONBLOCK), Ok(16));
+        sched_yield();
+    }
+}

@@ -1,0 +1,72 @@
+//! Clocks.
+//!
+//! `clock_gettime` is the one libc function the core keeps: glibc answers
+//! it from the vDSO (a few loads, no system call), and every semop,
+//! msgsnd and msgrcv stamps a time, so it is on the hot path; the raw
+//! system call costs a kernel entry each time (`cargo run --release -p
+//! ipcns --example syscall_cost` prints both). No preload intercepts it
+//! in practice (fakeroot does not), and it touches no file or credential.
+//! [`clock_ns_raw`] is the system call, for that comparison.
+//!
+//! # Safety
+//! Both write one timespec into a local.
+
+use super::raw::syscall2;
+
+/// Nanoseconds of `clock` from a timespec (0 for a negative time).
+fn ns(ts: &libc::timespec) -> u64 {
+    (ts.tv_sec.max(0) as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec.max(0) as u64)
+}
+
+/// `clock_gettime(clock)` in nanoseconds through libc (the vDSO); 0 if
+/// the clock is unreadable.
+#[inline]
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec into a local.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ns(&ts)
+}
+
+/// [`clock_ns`] through the system call itself.
+pub fn clock_ns_raw(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec into a local.
+    match unsafe {
+        syscall2(
+            libc::SYS_clock_gettime,
+            clock as usize,
+            &mut ts as *mut libc::timespec as usize,
+        )
+    } {
+        Ok(_) => ns(&ts),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_clocks_agree() {
+        for c in [libc::CLOCK_MONOTONIC, libc::CLOCK_REALTIME_COARSE] {
+            let a = clock_ns(c);
+            let b = clock_ns_raw(c);
+            let a2 = clock_ns(c);
+            // The coarse clock ticks every few ms: allow a tick.
+            assert!(a <= b + 20_000_000 && b <= a2 + 20_000_000, "{a} {b} {a2}");
+            assert!(a > 0);
+        }
+    }
+}
