@@ -104,6 +104,38 @@ impl Namespace {
     }
 }
 
+impl Namespace {
+    /// What the kernel's exit path does for a process that is ending (the
+    /// C ABI runs it from a destructor): [`Namespace::exit_process`], and
+    /// its shm attachments dropped from `shm_nattch` at once, as the
+    /// kernel's `exit_mm` would drop them. The mappings stay until the
+    /// process is gone: code that runs after this may still touch them.
+    pub fn exit_ending(&self) -> crate::SysResult<()> {
+        crate::proc::exit_ending(self.arena())
+    }
+
+    /// What a program image does when it attaches to a namespace: if an
+    /// exec replaced the image that made this process's record, the
+    /// attachments lost with the old address space are dropped (the undo
+    /// entries are kept, as execve keeps them).
+    pub fn after_exec(&self) -> crate::SysResult<()> {
+        crate::proc::after_exec(self.arena())
+    }
+
+    /// `semopm` now: the most operations one semop may carry (E2BIG
+    /// above), read before the caller's operations are copied in.
+    pub fn semopm(&self) -> i32 {
+        self.arena().header().limits.semopm.load(Relaxed)
+    }
+
+    /// `msgmax` now: the largest message msgsnd accepts (EINVAL above),
+    /// read before the caller's text is copied in.
+    #[inline]
+    pub fn msgmax(&self) -> i32 {
+        self.arena().header().limits.msgmax.load(Relaxed)
+    }
+}
+
 impl Drop for Namespace {
     fn drop(&mut self) {
         crate::fork::unregister(self.arena());

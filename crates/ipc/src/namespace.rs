@@ -129,6 +129,37 @@ impl Namespace {
         })
     }
 
+    /// Attaches to the arena open on `fd`, a descriptor handed down (as
+    /// `ipcns run` hands its namespace to the programs it starts, so that
+    /// one that changes uid or clears its environment stays in it). Takes
+    /// the descriptor over (pass a duplicate to keep one open). Its segment
+    /// directory is found beside `hint` when that names the same file
+    /// (device and inode), else beside the path the descriptor was opened
+    /// with (`/proc/self/fd/N`). No owner check: the descriptor is the
+    /// permission.
+    pub fn open_fd(fd: std::os::fd::OwnedFd, hint: Option<&Path>) -> Result<Namespace, ArenaError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let link = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let same = |p: &Path| {
+            let (Ok(a), Ok(b)) = (std::fs::metadata(p), std::fs::metadata(&link)) else {
+                return false;
+            };
+            (a.dev(), a.ino()) == (b.dev(), b.ino())
+        };
+        let path = match hint {
+            Some(h) if same(h) => h.to_path_buf(),
+            _ => std::fs::read_link(&link).map_err(|source| ArenaError::Io {
+                path: link.clone(),
+                source,
+            })?,
+        };
+        Ok(Namespace {
+            name: path.display().to_string(),
+            arena: Box::new(Arena::open_fd(fd, &path)?),
+        })
+    }
+
     /// Attaches to namespace `name`, creating it with default options if
     /// it does not exist (as every process has an IPC namespace); honours
     /// `IPCNS_SHARED` as [`Namespace::open`] does.

@@ -376,12 +376,49 @@ pub fn reap(a: &Arena) -> Result<u32, Errno> {
 /// (the process goes on): they are dropped with the record when the
 /// process is found gone.
 pub fn exit(a: &Arena) -> Result<(), Errno> {
+    exit_as(a, true)
+}
+
+/// What the kernel's exit path does for a process that is ending (the C
+/// ABI's destructor): its undo entries applied and its attachments
+/// dropped, as `exit_mm` and `exit_sem` would. Nothing is unmapped (code
+/// that runs after may still touch an attachment; the mappings go with
+/// the process).
+pub fn exit_ending(a: &Arena) -> Result<(), Errno> {
+    exit_as(a, false)
+}
+
+fn exit_as(a: &Arena, mapped: bool) -> Result<(), Errno> {
     let cached = a.own_proc.swap(0, Relaxed);
     let generation = lock::fork_generation() + 1;
     if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
         return Ok(());
     }
-    finish(a, cached as u32 - 1, crate::sys::process::getpid(), true)
+    finish(a, cached as u32 - 1, crate::sys::process::getpid(), mapped)
+}
+
+/// What a new program image does when it attaches: if this process (pid
+/// and start time) has a record made by the image that an exec replaced,
+/// the attachments that went with the old address space are dropped now
+/// (undo entries stay, as execve keeps them), as the kernel drops them at
+/// the exec itself. Makes no record when there is none.
+pub fn after_exec(a: &Arena) -> Result<(), Errno> {
+    let pid = crate::sys::process::getpid();
+    let start = lock::own_start();
+    let replaced = {
+        let _g = lock(a)?;
+        table(a)?.iter().any(|r| {
+            r.state.load(Relaxed) == LIVE
+                && r.pid.load(Relaxed) == pid
+                && r.start.load(Relaxed) == start
+                && r.image.load(Relaxed) != image()
+        })
+    };
+    if replaced {
+        // `me` finds the record, sees the exec and drops the attachments.
+        me(a)?;
+    }
+    Ok(())
 }
 
 /// Applies record `idx`'s undo entries for `pid` and frees them; then,

@@ -2,9 +2,11 @@
 //! baseline measured in the same run, with the ratios, in the shape of the
 //! seed's table. Medians of several rounds: the machine is shared and noisy.
 
+pub mod capi;
 pub mod idmap;
 pub mod lock;
 pub mod msg;
+pub mod preload;
 pub mod rseq;
 pub mod semget;
 pub mod semop;
@@ -16,13 +18,16 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 
 pub const USAGE: &str = "\
-usage: ipcns bench idmap|lock|msg|rseq|semget|semop|shm [--json]
+usage: ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm [--json]
   idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
           and the host kernel's own cost (root only)
   lock    the arena's lock beside glibc's robust process-shared mutex:
           uncontended, and 2 threads and 2 processes contending
   msg     msgsnd and msgrcv: ipcns beside the kernel, in one process, as
           ping-pong between two, and two pairs on two cpus
+  preload System V IPC through libipcns.so (dlopen'ed, as a C program
+          calls it) beside the core called directly and the kernel: no-op
+          semop, msgsnd+msgrcv, semget lookups, a semaphore ping-pong
   rseq    per-cpu increments and cpu number reads: rseq beside atomics
   semget  semget creation and lookup: ipcns beside the kernel
   semop   no-op semop on two ids at seed 000's indexes, and a two-process
@@ -47,6 +52,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == msg::KERNEL_CHILD {
         return msg::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
+    if what == preload::KERNEL_CHILD {
+        return preload::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     if what == semget::KERNEL_CHILD {
         return semget::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
@@ -67,12 +75,13 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "idmap" => idmap::run(json).context("bench idmap"),
         "lock" => lock::run(json).context("bench lock"),
         "msg" => msg::run(json).context("bench msg"),
+        "preload" => preload::run(json).context("bench preload"),
         "rseq" => rseq::run(json).context("bench rseq"),
         "semget" => semget::run(json).context("bench semget"),
         "semop" => semop::run(json).context("bench semop"),
         "shm" => shm::run(json).context("bench shm"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected idmap, lock, msg, rseq, semget, semop or shm)"
+            "bench: unknown benchmark {other:?} (expected idmap, lock, msg, preload, rseq, semget, semop or shm)"
         ),
     }?;
     Ok(ExitCode::SUCCESS)

@@ -55,8 +55,13 @@ fn bench_lock_table_and_usage() {
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
     let help = d.run(&["bench", "--help"]);
-    assert!(text(&help.stdout).contains("ipcns bench idmap|lock|msg|rseq|semget|semop|shm "));
-    assert!(text(&d.run(&["help"]).stdout).contains("bench idmap|lock|msg|rseq|semget|semop|shm "));
+    assert!(
+        text(&help.stdout).contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
+    assert!(
+        text(&d.run(&["help"]).stdout)
+            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
 }
 
 /// The kernel half needs unshare(CLONE_NEWIPC): as root every kernel number
@@ -302,4 +307,116 @@ fn bench_msg_json_and_table() {
         "{out}"
     );
     assert!(out.matches("goal: ").count() >= 1, "{out}");
+}
+
+/// `libipcns.so` beside the `ipcns` binary under test: built by cargo
+/// (same profile and target directory), since no test of this package
+/// makes cargo build a cdylib.
+fn preload_lib() -> std::path::PathBuf {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipcns"));
+    let profile_dir = bin.parent().expect("profile directory");
+    let target = profile_dir.parent().expect("target directory");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile directory in {}", bin.display()),
+    };
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "ipcns-preload",
+            "--profile",
+            profile,
+        ])
+        .arg("--target-dir")
+        .arg(target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    profile_dir.join("libipcns.so")
+}
+
+/// `ipcns bench preload`: every library and core number measured; the
+/// kernel's there as root, else null with the reason; the throwaway
+/// namespaces removed.
+#[test]
+fn bench_preload_json_has_every_number() {
+    let lib = preload_lib();
+    let d = TempDir::new("bench-preload");
+    let o = d
+        .command(&["bench", "preload", "--json"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .env("IPCNS_PRELOAD_LIB", &lib)
+        .output()
+        .expect("run ipcns");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("{\"bench\":\"preload\",\"cpu\":\""),
+        "{out}"
+    );
+    assert!(out.ends_with("]}\n"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    for field in [
+        "\"rounds\":7,",
+        "\"ops\":1000,\"pairs\":300,\"trips\":3,",
+        "\"ns\":{\"library\":{\"noop_semop\":",
+        "\"core\":{\"noop_semop\":",
+        "\"msg_pair_heap\":",
+        "{\"goal\":\"no-op semop through libipcns.so >= 10x faster than the kernel\",\"value\":",
+        "{\"goal\":\"msgsnd+msgrcv (8 bytes) through libipcns.so >= 5x faster than the kernel\",\"value\":",
+        "{\"goal\":\"semaphore ping-pong through libipcns.so >= 3x faster than the kernel\",\"value\":",
+        "{\"goal\":\"semget lookup through libipcns.so >= 10x faster than the kernel\",\"value\":",
+        "{\"goal\":\"libipcns.so adds <= 5 ns per semop over the core\",\"value\":",
+        "{\"goal\":\"libipcns.so adds <= 5 ns per msgsnd or msgrcv over the core\",\"value\":",
+        "{\"goal\":\"libipcns.so adds <= 5 ns per semget over the core\",\"value\":",
+    ] {
+        assert!(out.contains(field), "no {field} in {out}");
+    }
+    let library = &out[out.find("\"library\":{").unwrap()..out.find(",\"core\":").unwrap()];
+    assert!(!library.contains("null"), "{out}");
+    if out.contains("\"kernel\":null") {
+        assert!(!out.contains("\"kernel_skipped\":null"), "{out}");
+    } else {
+        assert!(out.contains("\"kernel_skipped\":null"), "{out}");
+        assert!(
+            out.contains("\"kernel_namespace\":\"a fresh IPC namespace"),
+            "{out}"
+        );
+    }
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
+}
+
+#[test]
+fn bench_preload_table() {
+    let lib = preload_lib();
+    let d = TempDir::new("bench-preload-table");
+    let o = d
+        .command(&["bench", "preload"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .env("IPCNS_PRELOAD_LIB", &lib)
+        .output()
+        .expect("run ipcns");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("ipcns bench preload: "), "{out}");
+    assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
+    for row in [
+        "no-op semop (sembuf on the stack) ",
+        "no-op semop (sembuf on the heap) ",
+        "msgsnd+msgrcv 8 B, per pair (stack) ",
+        "msgsnd+msgrcv 8 B, per pair (heap) ",
+        "semget lookup of an existing key ",
+        "semaphore ping-pong, per round trip ",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(row)),
+            "no row {row} in {out}"
+        );
+    }
+    assert_eq!(out.matches("goal: ").count(), 7, "{out}");
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
 }

@@ -168,13 +168,43 @@ impl Arena {
     /// caller's, or one created shared if `access` is [`Access::Shared`].
     pub fn open(path: &Path, access: Access) -> Result<Arena, ArenaError> {
         let (file, meta) = file::open_arena(path)?;
+        Arena::attach(path, file, &meta, Some(access))
+    }
+
+    /// Attaches to the arena open on `fd` (a descriptor handed down by
+    /// `ipcns run`), taking the descriptor over; `path` is where its segment
+    /// directory is looked for. The file must be a regular file open for
+    /// reading and writing (mapping it read-write fails otherwise); there
+    /// is no owner check: whoever handed the descriptor down let us in.
+    pub fn open_fd(fd: std::os::fd::OwnedFd, path: &Path) -> Result<Arena, ArenaError> {
+        let file = Fd::from(fd);
+        let meta = file.stat().map_err(io_err(path))?;
+        if !meta.is_file() {
+            return Err(ArenaError::NotAnArena {
+                path: path.to_path_buf(),
+                why: "the descriptor is not open on a regular file".to_string(),
+            });
+        }
+        Arena::attach(path, file, &meta, None)
+    }
+
+    /// The checks and the mapping of an arena whose file is open:
+    /// `file::admit` with `access` (none for a descriptor handed down),
+    /// then the header's magic, version, sizes and build. Reads the header
+    /// with `pread`, so a descriptor shared with others keeps its offset.
+    fn attach(
+        path: &Path,
+        file: Fd,
+        meta: &crate::sys::Stat,
+        access: Option<Access>,
+    ) -> Result<Arena, ArenaError> {
         let not = |why: String| ArenaError::NotAnArena {
             path: path.to_path_buf(),
             why,
         };
         let len = meta.size;
         let mut head = [0u8; 64];
-        if len < HEADER_SIZE || file.read_full(&mut head) != Ok(head.len()) {
+        if len < HEADER_SIZE || file.pread_full(&mut head, 0) != Ok(head.len()) {
             return Err(not(format!("{len} bytes, too short")));
         }
         let word = |at: usize| {
@@ -194,7 +224,9 @@ impl Arena {
             });
         }
         let flags = (word(8) >> 32) as u32;
-        file::admit(path, &meta, flags, access)?;
+        if let Some(access) = access {
+            file::admit(path, meta, flags, access)?;
+        }
         let size = word(16);
         let heap_off = word(24);
         let layout = Layout::new(flags & FLAG_EXTEND != 0, size.saturating_sub(heap_off));

@@ -23,6 +23,7 @@
 
 mod queue;
 mod recv;
+pub use recv::RecvBuf;
 mod send;
 
 use crate::abi::{self, msginfo, msqid64_ds};

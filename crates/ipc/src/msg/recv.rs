@@ -107,11 +107,33 @@ fn find_msg<'a>(
     Err(Errno::EUCLEAN)
 }
 
+/// Where `msgrcv` puts a message's text: `msgsz` bytes of room, handed
+/// out when the size of the message is known. A slice is its own room;
+/// the C ABI lends a buffer of exactly the message's size and copies it to
+/// the caller's memory after the call, as the kernel's `store_msg` does.
+pub trait RecvBuf {
+    /// `msgsz`: the most text bytes the caller takes.
+    fn cap(&self) -> usize;
+    /// `n` bytes (at most [`RecvBuf::cap`]) for the text of the message
+    /// being delivered; asked once per delivery, under the queue's lock.
+    fn room(&mut self, n: usize) -> SysResult<&mut [u8]>;
+}
+
+impl RecvBuf for &mut [u8] {
+    fn cap(&self) -> usize {
+        self.len()
+    }
+    fn room(&mut self, n: usize) -> SysResult<&mut [u8]> {
+        self.get_mut(..n).ok_or(Errno::EFAULT)
+    }
+}
+
 /// `do_msg_fill`: the one copy of a message out of the arena into the
-/// caller's memory: `min(buf.len(), size)` bytes. Returns the type and the
+/// caller's memory: `min(buf.cap(), size)` bytes. Returns the type and the
 /// bytes copied.
-fn deliver(a: &Arena, b: &Block<'_>, buf: &mut [u8]) -> SysResult<(i64, usize)> {
-    let n = b.read_text(a, buf)?;
+fn deliver(a: &Arena, b: &Block<'_>, buf: &mut dyn RecvBuf) -> SysResult<(i64, usize)> {
+    let n = (buf.cap() as u64).min(b.size()) as usize;
+    let n = b.read_text(a, buf.room(n)?)?;
     Ok((b.mtype(), n))
 }
 
@@ -128,8 +150,20 @@ impl Namespace {
         msgtyp: i64,
         msgflg: i32,
     ) -> SysResult<(i64, usize)> {
+        self.msgrcv_into(cred, msqid, &mut { buf }, msgtyp, msgflg)
+    }
+
+    /// [`Namespace::msgrcv`] into a [`RecvBuf`]: `buf.cap()` is `msgsz`.
+    pub fn msgrcv_into(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         let a = self.arena();
-        let bufsz = buf.len() as u64;
+        let bufsz = buf.cap() as u64;
         // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
         if msqid < 0 {
             return Err(Errno::EINVAL);

@@ -48,7 +48,14 @@ pub(crate) fn map_segment(
 ) -> Result<usize, Errno> {
     let path = segment_path(a, serial);
     let access = if rdonly { libc::O_RDONLY } else { libc::O_RDWR };
-    let file = fs::open(&path, access | libc::O_NOFOLLOW, 0).map_err(|_| Errno::EIDRM)?;
+    let file = fs::open(&path, access | libc::O_NOFOLLOW, 0).map_err(|e| match e {
+        // The segment's file refuses this caller (a process that changed
+        // uid in a namespace not created shared): the file's permissions
+        // are the namespace's boundary.
+        Errno::EACCES | Errno::EPERM => Errno::EACCES,
+        // Gone: removed meanwhile.
+        _ => Errno::EIDRM,
+    })?;
     let len = usize::try_from(size.div_ceil(4096) * 4096).map_err(|_| Errno::ENOMEM)?;
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }

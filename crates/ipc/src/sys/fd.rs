@@ -65,6 +65,34 @@ impl Fd {
         }
     }
 
+    /// `pread(fd, buf, len, off)` until `buf` is full or the file ends,
+    /// retried on EINTR; the bytes read. The descriptor's offset (which
+    /// may be shared with other processes) is left alone.
+    pub fn pread_full(&self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+        let mut n = 0;
+        while n < buf.len() {
+            let rest = &mut buf[n..];
+            // SAFETY: writes at most rest.len() bytes into a buffer we
+            // borrow mutably.
+            let r = unsafe {
+                syscall4(
+                    libc::SYS_pread64,
+                    self.0 as usize,
+                    rest.as_mut_ptr() as usize,
+                    rest.len(),
+                    (off + n as u64) as usize,
+                )
+            };
+            match r {
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+                Ok(0) => break,
+                Ok(r) => n += r.min(rest.len()),
+            }
+        }
+        Ok(n)
+    }
+
     /// Reads until `buf` is full or the file ends; the bytes read.
     pub fn read_full(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut n = 0;
@@ -123,6 +151,13 @@ impl From<Fd> for std::os::fd::OwnedFd {
         // SAFETY: the descriptor was owned by `f` alone, which is forgotten
         // without closing it: ownership moves to the OwnedFd.
         unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+    }
+}
+
+impl From<std::os::fd::OwnedFd> for Fd {
+    fn from(f: std::os::fd::OwnedFd) -> Fd {
+        use std::os::fd::IntoRawFd;
+        Fd(f.into_raw_fd())
     }
 }
 

@@ -6,6 +6,7 @@ mod corrupt;
 mod crash;
 mod diff;
 mod fuzz;
+mod handed;
 mod msgcrash;
 mod msgdiff;
 mod msgop;

@@ -1,0 +1,250 @@
+//! The exported C functions: the twelve System V IPC calls and `syscall`
+//! for their twelve numbers (here), the set*id family and capset
+//! (`ids.rs`); and the library's constructor and destructor.
+//!
+//! Every IPC entry runs its Rust body under `catch_unwind`, so no panic
+//! crosses into C: a panic (a bug; none is expected) fails the call with
+//! EINVAL (and `(void *)-1` from `shmat`), after one line on stderr. On
+//! failure the call sets `errno` from the core's `Errno` and returns -1; on
+//! success `errno` is left alone, as the C library's wrappers leave it.
+//!
+//! `semctl` is variadic in C and Rust cannot define a variadic function:
+//! its fourth argument (the `union semun`, one machine word passed by
+//! value) is taken as a `usize` parameter, which is where x86-64 and
+//! aarch64 Linux pass both a fixed and a variadic fourth argument. The
+//! same holds for `syscall`'s six words.
+//!
+//! # Safety
+//! The exported names are meant to interpose the C library's (`no_mangle`:
+//! the duplicate symbol is the point). Pointers from the caller are never
+//! dereferenced here: they go to `user.rs` as numbers. The constructor and
+//! destructor are plain `extern "C" fn()` entries of `.init_array` and
+//! `.fini_array`, which the dynamic loader calls once each.
+#![allow(unsafe_code)]
+
+mod ids;
+
+use crate::next;
+use crate::{cred, msg, sem, shm, state};
+use core::ffi::{c_int, c_long, c_void};
+use ipcns_core::{Errno, SysResult};
+
+/// The errno of a call whose body panicked.
+const PANICKED: Errno = Errno::EINVAL;
+
+/// Runs a call's body; a panic becomes [`PANICKED`].
+#[inline(always)]
+fn guard(f: impl FnOnce() -> SysResult<i64>) -> SysResult<i64> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(Err(PANICKED))
+}
+
+/// The C convention for an `int` result.
+#[inline(always)]
+fn ret_int(r: SysResult<i64>) -> c_int {
+    match r {
+        Ok(v) => v as c_int,
+        Err(e) => {
+            next::set_errno(e.raw());
+            -1
+        }
+    }
+}
+
+/// The C convention for a `long` (`ssize_t`) result.
+#[inline(always)]
+fn ret_long(r: SysResult<i64>) -> c_long {
+    match r {
+        Ok(v) => v as c_long,
+        Err(e) => {
+            next::set_errno(e.raw());
+            -1
+        }
+    }
+}
+
+/// `int semget(key_t key, int nsems, int semflg)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn semget(key: c_int, nsems: c_int, semflg: c_int) -> c_int {
+    ret_int(guard(|| sem::semget(key, nsems, semflg)))
+}
+
+/// `int semop(int semid, struct sembuf *sops, size_t nsops)`: glibc's
+/// semop reaches the kernel as semtimedop, whose `nsops` is an `unsigned
+/// int` (the upper bits are dropped, as the kernel drops them).
+#[unsafe(no_mangle)]
+pub extern "C" fn semop(semid: c_int, sops: *mut c_void, nsops: usize) -> c_int {
+    ret_int(guard(|| {
+        sem::semtimedop(semid, sops as usize, nsops as u32, 0)
+    }))
+}
+
+/// `int semtimedop(int semid, struct sembuf *sops, size_t nsops, const
+/// struct timespec *timeout)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn semtimedop(
+    semid: c_int,
+    sops: *mut c_void,
+    nsops: usize,
+    timeout: *const c_void,
+) -> c_int {
+    ret_int(guard(|| {
+        sem::semtimedop(semid, sops as usize, nsops as u32, timeout as usize)
+    }))
+}
+
+/// `int semctl(int semid, int semnum, int cmd, ...)`: the optional `union
+/// semun` as the machine word it travels in (module doc).
+#[unsafe(no_mangle)]
+pub extern "C" fn semctl(semid: c_int, semnum: c_int, cmd: c_int, arg: usize) -> c_int {
+    ret_int(guard(|| sem::semctl(semid, semnum, cmd, arg)))
+}
+
+/// `int msgget(key_t key, int msgflg)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn msgget(key: c_int, msgflg: c_int) -> c_int {
+    ret_int(guard(|| msg::msgget(key, msgflg)))
+}
+
+/// `int msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn msgsnd(msqid: c_int, msgp: *const c_void, msgsz: usize, msgflg: c_int) -> c_int {
+    ret_int(guard(|| msg::msgsnd(msqid, msgp as usize, msgsz, msgflg)))
+}
+
+/// `ssize_t msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int
+/// msgflg)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn msgrcv(
+    msqid: c_int,
+    msgp: *mut c_void,
+    msgsz: usize,
+    msgtyp: c_long,
+    msgflg: c_int,
+) -> isize {
+    ret_long(guard(|| {
+        msg::msgrcv(msqid, msgp as usize, msgsz, msgtyp, msgflg)
+    })) as isize
+}
+
+/// `int msgctl(int msqid, int cmd, struct msqid_ds *buf)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn msgctl(msqid: c_int, cmd: c_int, buf: *mut c_void) -> c_int {
+    ret_int(guard(|| msg::msgctl(msqid, cmd, buf as usize)))
+}
+
+/// `int shmget(key_t key, size_t size, int shmflg)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmget(key: c_int, size: usize, shmflg: c_int) -> c_int {
+    ret_int(guard(|| shm::shmget(key, size, shmflg)))
+}
+
+/// `void *shmat(int shmid, const void *shmaddr, int shmflg)`: the address,
+/// or `(void *) -1` with errno.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmat(shmid: c_int, shmaddr: *const c_void, shmflg: c_int) -> *mut c_void {
+    ret_long(guard(|| shm::shmat(shmid, shmaddr as usize, shmflg))) as usize as *mut c_void
+}
+
+/// `int shmdt(const void *shmaddr)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmdt(shmaddr: *const c_void) -> c_int {
+    ret_int(guard(|| shm::shmdt(shmaddr as usize)))
+}
+
+/// `int shmctl(int shmid, int cmd, struct shmid_ds *buf)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmctl(shmid: c_int, cmd: c_int, buf: *mut c_void) -> c_int {
+    ret_int(guard(|| shm::shmctl(shmid, cmd, buf as usize)))
+}
+
+/// `long syscall(long number, ...)`: the twelve System V IPC numbers are
+/// served here, with the system calls' argument types (an `int` is the
+/// low 32 bits of its word, `nsops` an `unsigned int`); the credential
+/// calls are passed on and refresh the cached credentials when they
+/// succeed; every other number goes to the next `syscall` unchanged, which
+/// sets errno itself. Six argument words are read whatever the number:
+/// the extra registers are ignored by the calls that take fewer.
+///
+/// # Safety
+/// As the C library's `syscall`: the arguments must be valid for the
+/// system call named (a pointer the IPC calls take may be anything: they
+/// probe it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn syscall(
+    n: c_long,
+    a: c_long,
+    b: c_long,
+    c: c_long,
+    d: c_long,
+    e: c_long,
+    f: c_long,
+) -> c_long {
+    let r = match n {
+        libc::SYS_semget => guard(|| sem::semget(a as i32, b as i32, c as i32)),
+        libc::SYS_semop => guard(|| sem::semtimedop(a as i32, b as usize, c as u32, 0)),
+        libc::SYS_semtimedop => {
+            guard(|| sem::semtimedop(a as i32, b as usize, c as u32, d as usize))
+        }
+        libc::SYS_semctl => guard(|| sem::semctl(a as i32, b as i32, c as i32, d as usize)),
+        libc::SYS_msgget => guard(|| msg::msgget(a as i32, b as i32)),
+        libc::SYS_msgsnd => guard(|| msg::msgsnd(a as i32, b as usize, c as usize, d as i32)),
+        libc::SYS_msgrcv => guard(|| msg::msgrcv(a as i32, b as usize, c as usize, d, e as i32)),
+        libc::SYS_msgctl => guard(|| msg::msgctl(a as i32, b as i32, c as usize)),
+        libc::SYS_shmget => guard(|| shm::shmget(a as i32, b as usize, c as i32)),
+        libc::SYS_shmat => guard(|| shm::shmat(a as i32, b as usize, c as i32)),
+        libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
+        libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
+        _ => {
+            // SAFETY: the program's own system call, forwarded unchanged.
+            let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            if ids::changes_creds(n)
+                && (r == 0 || n == libc::SYS_setfsuid || n == libc::SYS_setfsgid)
+            {
+                cred::changed();
+            }
+            return r;
+        }
+    };
+    ret_long(r)
+}
+
+/// The fork child handler: the child's credentials (its pid) are read
+/// again. Only atomics: async-signal-safe, as a fork handler must be.
+extern "C" fn in_child() {
+    cred::forked();
+    state::forked();
+}
+
+/// The constructor: every next symbol looked up, the fork handler
+/// registered, and panics reported on one line.
+extern "C" fn on_load() {
+    next::resolve_all();
+    // SAFETY: registers a child handler that only touches atomics.
+    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    std::panic::set_hook(Box::new(|info| {
+        next::say(&format!(
+            "ipcns: internal error ({info}); the call fails with {}\n",
+            PANICKED.name()
+        ));
+    }));
+}
+
+/// The destructor: what the kernel's exit path does for this process
+/// (its SEM_UNDO adjustments applied, its attachments dropped from
+/// shm_nattch). Runs at `exit` (after the program's atexit handlers) and
+/// at `dlclose`; `_exit` and SIGKILL are cleaned up by the reapers.
+extern "C" fn on_unload() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(ns) = state::opened() {
+            let _ = ns.exit_ending();
+        }
+    });
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = on_load;
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static ON_UNLOAD: extern "C" fn() = on_unload;

@@ -1,0 +1,299 @@
+//! What lies below the library: the raw system call instruction, and the
+//! next definition of every symbol it interposes (`dlsym(RTLD_NEXT, ...)`:
+//! the C library's, or another preloaded library's).
+//!
+//! The library's own system calls (and those of the core and of Rust's
+//! standard library linked into it) never go through an interposable
+//! symbol: the cdylib is linked with `--wrap=syscall` (build.rs), so every
+//! call to `syscall` from inside it lands in [`__wrap_syscall`], which
+//! issues the instruction itself. Only the program's calls reach the
+//! exported `syscall` (ffi.rs).
+//!
+//! # Safety
+//! [`raw`] executes the `syscall` (x86-64) or `svc 0` (aarch64)
+//! instruction with the registers the Linux system call ABI names and
+//! declares every register the kernel clobbers; what the kernel does with
+//! the arguments is the caller's contract (pointers it names must be
+//! valid for what that system call does with them). [`Next`] keeps the
+//! address `dlsym` returned for a symbol whose C prototype its user states
+//! at the call (the `call*` functions transmute it to that prototype only);
+//! `dlsym` is given NUL-terminated names (C string literals).
+#![allow(unsafe_code)]
+
+use core::ffi::{c_char, c_long, c_void};
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// `syscall(n, a...)` as the kernel sees it: the raw return value
+/// (-errno on failure).
+///
+/// # Safety
+/// The arguments must be valid for system call `n` (pointers to memory
+/// that call may read or write); `n` must not be one that returns twice or
+/// on another stack (clone, fork, vfork).
+#[inline]
+pub unsafe fn raw(n: c_long, a: [c_long; 6]) -> c_long {
+    let ret: c_long;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the Linux x86-64 system call ABI: number in rax, arguments
+    // in rdi, rsi, rdx, r10, r8, r9, result in rax; the instruction
+    // clobbers rcx and r11 and nothing else (the caller's contract covers
+    // the arguments).
+    unsafe {
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") n => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: the Linux aarch64 system call ABI: number in x8, arguments
+    // in x0-x5, result in x0; nothing else is clobbered.
+    unsafe {
+        core::arch::asm!(
+            "svc 0",
+            in("x8") n,
+            inlateout("x0") a[0] => ret,
+            in("x1") a[1],
+            in("x2") a[2],
+            in("x3") a[3],
+            in("x4") a[4],
+            in("x5") a[5],
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// A raw system call's result as `Result`: the value, or the errno.
+pub fn result(r: c_long) -> Result<c_long, i32> {
+    if (-4095..0).contains(&r) {
+        Err(-r as i32)
+    } else {
+        Ok(r)
+    }
+}
+
+/// Sets the calling thread's `errno`.
+pub fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns the calling thread's errno, a valid
+    // int for the thread's whole life.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// `syscall(3)` for the code linked into this library: the C library's
+/// convention (-1 and errno on failure) over the raw instruction. The
+/// linker sends every `syscall` reference from inside the library here
+/// (`--wrap=syscall`), so the core's futexes and file work, and Rust's
+/// standard library, reach the kernel without passing through any
+/// interposable symbol, ours included.
+///
+/// # Safety
+/// As [`raw`]: the callers (the core, std) pass what each call needs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __wrap_syscall(
+    n: c_long,
+    a: c_long,
+    b: c_long,
+    c: c_long,
+    d: c_long,
+    e: c_long,
+    f: c_long,
+) -> c_long {
+    // SAFETY: forwarded as given (see the contract above).
+    match result(unsafe { raw(n, [a, b, c, d, e, f]) }) {
+        Ok(v) => v,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+/// The next definition of one symbol, looked up once.
+pub struct Next {
+    name: &'static core::ffi::CStr,
+    /// The address; 0 not looked up yet, 1 looked up and absent.
+    addr: AtomicUsize,
+}
+
+impl Next {
+    pub const fn new(name: &'static core::ffi::CStr) -> Next {
+        Next {
+            name,
+            addr: AtomicUsize::new(0),
+        }
+    }
+
+    /// The address, or `None` if nothing after this library defines it.
+    /// Racing first calls both look it up and store the same value.
+    pub fn get(&self) -> Option<usize> {
+        // Relaxed: the value is a pure function of the name (a racing
+        // writer stores the same address), and the code it points to was
+        // mapped before either thread could look it up.
+        match self.addr.load(Ordering::Relaxed) {
+            0 => self.resolve(),
+            1 => None,
+            a => Some(a),
+        }
+    }
+
+    #[cold]
+    fn resolve(&self) -> Option<usize> {
+        let name: *const c_char = self.name.as_ptr();
+        // SAFETY: a NUL-terminated name; RTLD_NEXT asks for the next
+        // object's definition after this library in the search order.
+        let p: *mut c_void = unsafe { libc::dlsym(libc::RTLD_NEXT, name) };
+        let a = p as usize;
+        self.addr
+            .store(if a <= 1 { 1 } else { a }, Ordering::Relaxed);
+        (a > 1).then_some(a)
+    }
+}
+
+/// The symbols passed on to their next definition.
+pub static SYSCALL: Next = Next::new(c"syscall");
+pub static SETUID: Next = Next::new(c"setuid");
+pub static SETEUID: Next = Next::new(c"seteuid");
+pub static SETREUID: Next = Next::new(c"setreuid");
+pub static SETRESUID: Next = Next::new(c"setresuid");
+pub static SETGID: Next = Next::new(c"setgid");
+pub static SETEGID: Next = Next::new(c"setegid");
+pub static SETREGID: Next = Next::new(c"setregid");
+pub static SETRESGID: Next = Next::new(c"setresgid");
+pub static SETGROUPS: Next = Next::new(c"setgroups");
+pub static SETFSUID: Next = Next::new(c"setfsuid");
+pub static SETFSGID: Next = Next::new(c"setfsgid");
+pub static CAPSET: Next = Next::new(c"capset");
+
+/// Looks every symbol up (at load time, so that the first call of each
+/// costs nothing more).
+pub fn resolve_all() {
+    for n in [
+        &SYSCALL, &SETUID, &SETEUID, &SETREUID, &SETRESUID, &SETGID, &SETEGID, &SETREGID,
+        &SETRESGID, &SETGROUPS, &SETFSUID, &SETFSGID, &CAPSET,
+    ] {
+        n.get();
+    }
+}
+
+/// The next `syscall(n, a...)`; the raw instruction (with the C
+/// library's convention) when there is none.
+///
+/// # Safety
+/// As for the program's own call: the arguments are valid for system call
+/// `n`.
+pub unsafe fn call_syscall(n: c_long, a: [c_long; 6]) -> c_long {
+    match SYSCALL.get() {
+        Some(f) => {
+            type F = unsafe extern "C" fn(c_long, ...) -> c_long;
+            // SAFETY: `syscall` is `long syscall(long, ...)` in every C
+            // library this runs on.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: the caller's arguments, forwarded as they came.
+            unsafe { f(n, a[0], a[1], a[2], a[3], a[4], a[5]) }
+        }
+        // SAFETY: as above.
+        None => unsafe { __wrap_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]) },
+    }
+}
+
+/// A system call standing in for a missing next symbol: its number and
+/// arguments (the C library's wrappers are thin over these).
+pub type Fallback = (c_long, [c_long; 3]);
+
+/// Calls the next `int NAME(unsigned, ...)` of one to three id arguments
+/// (setuid ... setresgid, setfsuid, setfsgid); without one, `fallback`.
+pub fn call_ids(next: &Next, ids: &[u32], fallback: Fallback) -> i32 {
+    let Some(f) = next.get() else {
+        let (n, [a, b, c]) = fallback;
+        // SAFETY: integer arguments only.
+        return unsafe { __wrap_syscall(n, a, b, c, 0, 0, 0) as i32 };
+    };
+    match *ids {
+        [a] => {
+            type F = unsafe extern "C" fn(u32) -> i32;
+            // SAFETY: the symbols called with one id take one id.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: an integer argument only.
+            unsafe { f(a) }
+        }
+        [a, b] => {
+            type F = unsafe extern "C" fn(u32, u32) -> i32;
+            // SAFETY: the symbols called with two ids take two.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: integer arguments only.
+            unsafe { f(a, b) }
+        }
+        [a, b, c] => {
+            type F = unsafe extern "C" fn(u32, u32, u32) -> i32;
+            // SAFETY: the symbols called with three ids take three.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: integer arguments only.
+            unsafe { f(a, b, c) }
+        }
+        _ => {
+            set_errno(libc::EINVAL);
+            -1
+        }
+    }
+}
+
+/// Calls the next `int NAME(T, void *)` (setgroups: `size_t, const gid_t
+/// *`; capset: two pointers), passing both words as they came.
+///
+/// # Safety
+/// The words are the program's arguments to that function, forwarded
+/// unchanged: whatever they point to is the program's business.
+pub unsafe fn call_word_ptr(next: &Next, n: c_long, a: usize, b: usize) -> i32 {
+    match next.get() {
+        Some(f) => {
+            type F = unsafe extern "C" fn(usize, usize) -> i32;
+            // SAFETY: setgroups and capset take two machine words.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: the caller's arguments, forwarded (contract above).
+            unsafe { f(a, b) }
+        }
+        // SAFETY: as above.
+        None => unsafe { __wrap_syscall(n, a as c_long, b as c_long, 0, 0, 0, 0) as i32 },
+    }
+}
+
+/// Writes `msg` to stderr (descriptor 2) with one raw `write`.
+pub fn say(msg: &str) {
+    let b = msg.as_bytes();
+    // SAFETY: writes `b.len()` bytes of a live string to descriptor 2.
+    let _ = unsafe {
+        raw(
+            libc::SYS_write,
+            [2, b.as_ptr() as c_long, b.len() as c_long, 0, 0, 0],
+        )
+    };
+}
+
+/// A close-on-exec duplicate of descriptor `fd` (`F_DUPFD_CLOEXEC`), or
+/// `None` if `fd` is not open.
+pub fn dup_cloexec(fd: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fcntl on a descriptor number; no memory is involved.
+    let r = result(unsafe {
+        raw(
+            libc::SYS_fcntl,
+            [fd as c_long, libc::F_DUPFD_CLOEXEC as c_long, 3, 0, 0, 0],
+        )
+    })
+    .ok()?;
+    // SAFETY: the kernel just made descriptor `r` for us alone: nothing
+    // else owns or will close it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) })
+}

@@ -1,0 +1,74 @@
+//! shmget, shmat, shmdt and shmctl as the system calls take them.
+
+use crate::cred::with_caller;
+use crate::state::namespace;
+use crate::structs;
+use crate::user;
+use ipcns_core::abi::{self, shm_info, shmid64_ds, shminfo64};
+use ipcns_core::shm::ShmArg;
+use ipcns_core::{Errno, SysResult};
+
+/// `shmget(key, size, shmflg)`. ipc/shm.c `ksys_shmget`.
+pub fn shmget(key: i32, size: usize, shmflg: i32) -> SysResult<i64> {
+    let ns = namespace()?;
+    with_caller(ns, |c| ns.shmget(c, key, size as u64, shmflg)).map(i64::from)
+}
+
+/// `shmat(shmid, shmaddr, shmflg)`: the address of the attachment (the
+/// system call's return value; glibc's `shmat` returns it as a pointer).
+/// ipc/shm.c `do_shmat`.
+pub fn shmat(shmid: i32, shmaddr: usize, shmflg: i32) -> SysResult<i64> {
+    let ns = namespace()?;
+    with_caller(ns, |c| ns.shmat(c, shmid, shmaddr, shmflg)).map(|a| a as i64)
+}
+
+/// `shmdt(shmaddr)`. ipc/shm.c `ksys_shmdt`.
+pub fn shmdt(shmaddr: usize) -> SysResult<i64> {
+    let ns = namespace()?;
+    with_caller(ns, |c| ns.shmdt(c, shmaddr)).map(i64::from)
+}
+
+/// `shmctl(shmid, cmd, buf)`.
+///
+/// ipc/shm.c `ksys_shmctl`: "if (cmd < 0 || shmid < 0) return -EINVAL;";
+/// IPC_SET copies the structure in first (EFAULT); IPC_INFO, SHM_INFO and
+/// the STAT commands copy theirs out after success (EFAULT instead of the
+/// result). Commands go to the core as they came (see `sem::semctl` on
+/// IPC_64).
+pub fn shmctl(shmid: i32, cmd: i32, buf: usize) -> SysResult<i64> {
+    let ns = namespace()?;
+    if cmd < 0 || shmid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    {
+        let ctl = |a: ShmArg<'_>| with_caller(ns, |c| ns.shmctl(c, shmid, cmd, a));
+        let r = match cmd {
+            abi::IPC_INFO => {
+                let mut info = shminfo64::default();
+                let r = ctl(ShmArg::Info(&mut info))?;
+                user::write(buf, &structs::shminfo_out(&info))?;
+                r
+            }
+            abi::SHM_INFO => {
+                let mut info = shm_info::default();
+                let r = ctl(ShmArg::ShmInfo(&mut info))?;
+                user::write(buf, &structs::shm_info_out(&info))?;
+                r
+            }
+            abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
+                let mut ds = shmid64_ds::default();
+                let r = ctl(ShmArg::Ds(&mut ds))?;
+                user::write(buf, &structs::shmid_out(&ds))?;
+                r
+            }
+            abi::IPC_SET => {
+                let mut b = [0u8; structs::SHMID_DS];
+                user::read(buf, &mut b)?;
+                let mut ds = structs::shmid_in(&b);
+                ctl(ShmArg::Ds(&mut ds))?
+            }
+            _ => ctl(ShmArg::None)?,
+        };
+        Ok(i64::from(r))
+    }
+}

@@ -1,0 +1,207 @@
+//! Where each thread's stack is, for the direct path.
+//!
+//! Each thread's stack bounds are found once (`pthread_getattr_np`) and
+//! kept in a table indexed by the thread pointer (the C library's thread
+//! control block, which no two live threads share), so a check costs a
+//! few loads and no thread-local look-up; a thread's entry is cleared when
+//! it exits (a `pthread_key` destructor). The main thread's are kept apart,
+//! in the hot cache line. A thread that shares its creator's thread
+//! pointer (a raw `clone` without a new TLS) finds its creator's bounds,
+//! which hold its stack pointer only if its stack lies in its creator's,
+//! where the range is mapped all the same.
+//!
+//! # Safety
+//! The stack pointer and thread pointer are read from registers, or from
+//! `%fs:0` (x86-64, where glibc keeps the TCB's address; every thread that
+//! runs C library code has one). `pthread_getattr_np` and
+//! `pthread_attr_getstack` fill locals of ours. The pages from a thread's
+//! stack pointer to the top of its stack are in use by its live frames,
+//! so they are mapped read-write for as long as the call that checked
+//! them runs. The `pthread_key` destructor only stores to atomics and
+//! never dereferences its argument.
+#![allow(unsafe_code)]
+
+use super::sys;
+use crate::hot::HOT;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
+
+/// The stack pointer.
+#[inline(always)]
+pub(super) fn stack_pointer() -> usize {
+    let sp: usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: reads a register.
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: reads a register.
+    unsafe {
+        core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
+    }
+    sp
+}
+
+/// The thread pointer: the address of the calling thread's control block
+/// (x86-64: glibc keeps it at `%fs:0`; aarch64: `tpidr_el0`).
+#[inline(always)]
+fn thread_pointer() -> usize {
+    let tp: usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: reads the TCB's self pointer at offset 0 of the thread's
+    // TLS block, which every thread running C library code has.
+    unsafe {
+        core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: reads a register.
+    unsafe {
+        core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
+    }
+    tp
+}
+
+/// One thread's stack bounds, keyed by its thread pointer: a small
+/// seqlock (`key` 0 while being written).
+#[repr(C, align(8))]
+pub struct Bounds {
+    key: AtomicUsize,
+    lo: AtomicUsize,
+    hi: AtomicUsize,
+}
+
+impl Bounds {
+    pub const fn new() -> Bounds {
+        Bounds {
+            key: AtomicUsize::new(0),
+            lo: AtomicUsize::new(0),
+            hi: AtomicUsize::new(0),
+        }
+    }
+
+    /// `(lo, hi)` if the entry is `tp`'s.
+    #[inline(always)]
+    fn read(&self, tp: usize) -> Option<(usize, usize)> {
+        // Acquire, then the fence before the second look: pairs with the
+        // writer's fence and Release (a torn read shows as a changed key).
+        if self.key.load(Ordering::Acquire) != tp {
+            return None;
+        }
+        let (lo, hi) = (
+            self.lo.load(Ordering::Relaxed),
+            self.hi.load(Ordering::Relaxed),
+        );
+        fence(Ordering::Acquire);
+        (self.key.load(Ordering::Relaxed) == tp).then_some((lo, hi))
+    }
+
+    fn write(&self, tp: usize, lo: usize, hi: usize) {
+        self.key.store(0, Ordering::Relaxed);
+        // Release fence: the cleared key is seen before the new bounds.
+        fence(Ordering::Release);
+        self.lo.store(lo, Ordering::Relaxed);
+        self.hi.store(hi, Ordering::Relaxed);
+        self.key.store(tp, Ordering::Release);
+    }
+}
+
+/// Other threads' bounds, one per cache line.
+#[repr(C, align(64))]
+struct Line(Bounds);
+
+const NSTACKS: usize = 256;
+static STACKS: [Line; NSTACKS] = [const { Line(Bounds::new()) }; NSTACKS];
+/// The main thread's are apart, in the hot line (and finding them reads
+/// /proc/self/maps, so no other thread may evict them).
+static MAIN: &Bounds = &HOT.main;
+
+#[inline(always)]
+fn index(tp: usize) -> usize {
+    (tp.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) % NSTACKS
+}
+
+/// The calling thread's stack `[lo, hi)`, if known (found once).
+#[inline(always)]
+pub(super) fn stack() -> Option<(usize, usize)> {
+    let tp = thread_pointer();
+    let b = match MAIN.read(tp) {
+        Some(b) => b,
+        None => match STACKS[index(tp)].0.read(tp) {
+            Some(b) => b,
+            None => find_stack(tp),
+        },
+    };
+    (b.0 < b.1).then_some(b)
+}
+
+/// Finds and records the calling thread's stack bounds.
+#[cold]
+#[inline(never)]
+fn find_stack(tp: usize) -> (usize, usize) {
+    let main = sys(libc::SYS_gettid, [0; 6]).ok() == sys(libc::SYS_getpid, [0; 6]).ok();
+    let slot = if main { MAIN } else { &STACKS[index(tp)].0 };
+    // An empty range first: a call that re-enters while the bounds are
+    // looked up (pthread_getattr_np reads /proc/self/maps for the main
+    // thread) takes the probed path.
+    slot.write(tp, 1, 1);
+    let (lo, hi) = stack_bounds().unwrap_or((1, 1));
+    slot.write(tp, lo, hi);
+    if !main {
+        forget_at_exit(tp);
+    }
+    (lo, hi)
+}
+
+/// The key whose destructor clears an exiting thread's entry; u32::MAX
+/// none yet, u32::MAX - 1 being made.
+static EXIT_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+
+extern "C" fn forget(tp: *mut c_void) {
+    let tp = tp as usize;
+    // Only if the entry is still this thread's (another may have taken
+    // the slot since). Relaxed: a reader re-checks the key after reading.
+    let _ = STACKS[index(tp)]
+        .0
+        .key
+        .compare_exchange(tp, 0, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// Arranges for `forget(tp)` when the calling thread exits.
+fn forget_at_exit(tp: usize) {
+    let mut key = EXIT_KEY.load(Ordering::Acquire);
+    if key == u32::MAX
+        && EXIT_KEY
+            .compare_exchange(u32::MAX, u32::MAX - 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    {
+        let mut k: libc::pthread_key_t = 0;
+        // SAFETY: creates a key with a destructor that only touches atomics.
+        let r = unsafe { libc::pthread_key_create(&mut k, Some(forget)) };
+        key = if r == 0 { k } else { u32::MAX - 1 };
+        EXIT_KEY.store(key, Ordering::Release);
+    }
+    if key < u32::MAX - 1 {
+        // SAFETY: a valid key; the value is a number, never dereferenced.
+        unsafe { libc::pthread_setspecific(key, tp as *const c_void) };
+    }
+}
+
+/// The calling thread's stack, `[lowest, top)`, from `pthread_getattr_np`.
+pub(super) fn stack_bounds() -> Option<(usize, usize)> {
+    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: fills the local attribute object for the calling thread.
+    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
+    if r != 0 {
+        return None;
+    }
+    let mut addr: *mut c_void = core::ptr::null_mut();
+    let mut size: usize = 0;
+    // SAFETY: `attr` was initialised by pthread_getattr_np just above;
+    // the out-pointers are locals.
+    let r = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size) };
+    // SAFETY: initialised above, destroyed once.
+    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+    let lo = addr as usize;
+    (r == 0 && size > 0).then(|| (lo, lo.saturating_add(size)))
+}

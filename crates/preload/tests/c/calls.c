@@ -1,0 +1,177 @@
+/* Every exported call through the C library's declarations: successes and
+ * the errnos of bad calls, with buffers on the stack, in static storage
+ * and on the heap. */
+#include "t.h"
+
+static struct sembuf static_op = { 0, 1, 0 };
+static struct { long mtype; char mtext[32]; } static_msg = { 5, "static" };
+
+int main(void)
+{
+	start();
+	/* semget */
+	int s = semget(0x5001, 3, IPC_CREAT | IPC_EXCL | 0600);
+	T(s);
+	T(semget(0x5001, 3, IPC_CREAT | IPC_EXCL | 0600));
+	T(semget(0x5001, 4, 0));
+	T(semget(0x5002, 1, 0));
+	T(semget(0x5001, 0, 0));
+	T(semget(IPC_PRIVATE, 0, 0600));
+	T(semget(IPC_PRIVATE, 40000, 0600));
+	/* semctl: SETVAL, GETVAL, SETALL, GETALL, GETNCNT, GETZCNT, GETPID */
+	union semun u;
+	u.val = 7;
+	T(semctl(s, 0, SETVAL, u));
+	u.val = 40000;
+	T(semctl(s, 0, SETVAL, u));
+	T(semctl(s, 0, GETVAL));
+	T(semctl(s, 5, GETVAL));
+	unsigned short vals[3] = { 1, 2, 3 };
+	u.array = vals;
+	T(semctl(s, 0, SETALL, u));
+	unsigned short back[3] = { 0 };
+	u.array = back;
+	T(semctl(s, 0, GETALL, u));
+	SAY("GETALL %u %u %u", back[0], back[1], back[2]);
+	T(semctl(s, 1, GETNCNT));
+	T(semctl(s, 1, GETZCNT));
+	T(semctl(s, 1, GETPID) == getpid());
+	T(semctl(s, 0, 99));
+	T(semctl(-1, 0, GETVAL));
+	/* IPC_STAT, IPC_SET, SEM_STAT, SEM_INFO, IPC_INFO */
+	struct semid_ds ds;
+	u.buf = &ds;
+	T(semctl(s, 0, IPC_STAT, u));
+	SAY("nsems %lu mode %o uid %u", (unsigned long)ds.sem_nsems, ds.sem_perm.mode, ds.sem_perm.uid);
+	ds.sem_perm.mode = 0640;
+	T(semctl(s, 0, IPC_SET, u));
+	T(semctl(s, 0, IPC_STAT, u));
+	SAY("mode %o", ds.sem_perm.mode);
+	T(semctl(0, 0, SEM_STAT, u));
+	T(semctl(0, 0, SEM_STAT_ANY, u));
+	struct seminfo si;
+	u.__buf = &si;
+	T(semctl(0, 0, SEM_INFO, u));
+	SAY("SEM_INFO semusz %d semaem %d", si.semusz, si.semaem);
+	T(semctl(0, 0, IPC_INFO, u));
+	SAY("IPC_INFO semmsl %d semopm %d semvmx %d", si.semmsl, si.semopm, si.semvmx);
+	/* semop, semtimedop: stack, static, heap operations; errnos */
+	struct sembuf op[2] = { { 0, -1, 0 }, { 1, 1, SEM_UNDO } };
+	T(semop(s, op, 2));
+	T(semop(s, &static_op, 1));
+	struct sembuf *hop = malloc(sizeof *hop * 3);
+	hop[0] = (struct sembuf){ 2, -3, IPC_NOWAIT };
+	T(semop(s, hop, 1));
+	T(semop(s, hop, 1));
+	T(semop(s, hop, 0));
+	T(semop(s, hop, 501));
+	hop[0] = (struct sembuf){ 3, 1, 0 };
+	T(semop(s, hop, 1));
+	hop[0] = (struct sembuf){ 0, 32767, 0 };
+	T(semop(s, hop, 1));
+	hop[0] = (struct sembuf){ 0, 0, IPC_NOWAIT };
+	T(semop(s, hop, 1));
+	T(semop(s + 1, hop, 1));
+	T(semop(-1, hop, 1));
+	struct timespec ts = { 0, 2000000 };
+	T(semtimedop(s, hop, 1, &ts));
+	hop[0].sem_flg = 0;
+	T(semtimedop(s, hop, 1, &ts));
+	ts.tv_nsec = 1000000000;
+	T(semtimedop(s, hop, 1, &ts));
+	ts.tv_nsec = 0;
+	hop[0] = (struct sembuf){ 1, 1, 0 };
+	T(semtimedop(s, hop, 1, &ts));
+	u.array = back;
+	T(semctl(s, 0, GETALL, u));
+	SAY("GETALL %u %u %u", back[0], back[1], back[2]);
+	free(hop);
+	/* msgget, msgsnd, msgrcv, msgctl */
+	int q = msgget(0x6001, IPC_CREAT | 0600);
+	T(q);
+	T(msgget(0x6001, IPC_CREAT | IPC_EXCL | 0600));
+	T(msgget(0x6002, 0));
+	struct { long mtype; char mtext[64]; } m = { 1, "stack" };
+	T(msgsnd(q, &m, 6, 0));
+	T(msgsnd(q, &static_msg, 7, 0));
+	struct { long mtype; char mtext[64]; } *hm = malloc(sizeof *hm);
+	hm->mtype = 3;
+	strcpy(hm->mtext, "heap message");
+	T(msgsnd(q, hm, 13, 0));
+	m.mtype = 0;
+	T(msgsnd(q, &m, 6, 0));
+	m.mtype = 1;
+	T(msgsnd(q, &m, 9000, 0));
+	T(msgsnd(-1, &m, 6, 0));
+	struct msqid_ds qs;
+	T(msgctl(q, IPC_STAT, &qs));
+	SAY("qnum %lu cbytes %lu qbytes %lu", (unsigned long)qs.msg_qnum, (unsigned long)qs.__msg_cbytes, (unsigned long)qs.msg_qbytes);
+	memset(&m, 0, sizeof m);
+	T(msgrcv(q, &m, 2, 0, IPC_NOWAIT));
+	T(msgrcv(q, &m, 64, 5, 0));
+	SAY("got %ld %s", m.mtype, m.mtext);
+	T(msgrcv(q, &m, 3, 0, MSG_NOERROR));
+	SAY("got %ld %.3s", m.mtype, m.mtext);
+	memset(hm, 0, sizeof *hm);
+	T(msgrcv(q, hm, 64, -10, 0));
+	SAY("got %ld %s", hm->mtype, hm->mtext);
+	T(msgrcv(q, &m, 64, 0, IPC_NOWAIT));
+	T(msgrcv(q, &m, 64, 0, MSG_COPY));
+	T(msgrcv(-1, &m, 64, 0, 0));
+	qs.msg_qbytes = 100;
+	T(msgctl(q, IPC_SET, &qs));
+	T(msgctl(q, IPC_STAT, &qs));
+	SAY("qbytes %lu", (unsigned long)qs.msg_qbytes);
+	T(msgsnd(q, &m, 64, IPC_NOWAIT));
+	T(msgsnd(q, &m, 64, IPC_NOWAIT));
+	struct msginfo mi;
+	T(msgctl(0, MSG_INFO, (struct msqid_ds *)&mi));
+	SAY("MSG_INFO pool %d map %d tql %d", mi.msgpool, mi.msgmap, mi.msgtql);
+	T(msgctl(0, IPC_INFO, (struct msqid_ds *)&mi));
+	SAY("IPC_INFO msgmax %d msgmnb %d", mi.msgmax, mi.msgmnb);
+	T(msgctl(0, MSG_STAT, &qs));
+	T(msgctl(q, 42, &qs));
+	T(msgctl(q, IPC_RMID, NULL));
+	T(msgctl(q, IPC_RMID, NULL));
+	free(hm);
+	/* shmget, shmat, shmdt, shmctl */
+	int h = shmget(0x7001, 10000, IPC_CREAT | 0600);
+	T(h);
+	T(shmget(0x7001, 20000, 0));
+	T(shmget(0x7001, 0, 0));
+	T(shmget(IPC_PRIVATE, 0, 0600));
+	char *p = shmat(h, NULL, 0);
+	TP(p);
+	strcpy(p, "in the segment");
+	char *p2 = shmat(h, NULL, SHM_RDONLY);
+	TP(p2);
+	SAY("read back: %s", p2);
+	TP(shmat(h, (void *)1, 0));
+	TP(shmat(-1, NULL, 0));
+	struct shmid_ds hs;
+	T(shmctl(h, IPC_STAT, &hs));
+	SAY("segsz %lu nattch %lu mode %o", (unsigned long)hs.shm_segsz, (unsigned long)hs.shm_nattch, hs.shm_perm.mode);
+	T(shmdt(p2));
+	T(shmdt(p2));
+	T(shmdt(p + 1));
+	T(shmctl(h, IPC_RMID, NULL));
+	T(shmctl(h, IPC_STAT, &hs));
+	SAY("mode %o nattch %lu key %d", hs.shm_perm.mode, (unsigned long)hs.shm_nattch, hs.shm_perm.__key);
+	SAY("still: %s", p);
+	T(shmget(0x7001, 100, 0));
+	T(shmdt(p));
+	T(shmctl(h, IPC_STAT, &hs));
+	struct shminfo shi;
+	T(shmctl(0, IPC_INFO, (struct shmid_ds *)&shi));
+	SAY("IPC_INFO shmmni %lu shmmin %lu", (unsigned long)shi.shmmni, (unsigned long)shi.shmmin);
+	struct shm_info shf;
+	T(shmctl(0, SHM_INFO, (struct shmid_ds *)&shf));
+	SAY("SHM_INFO used %d", shf.used_ids);
+	T(shmctl(h, 77, &hs));
+	T(shmctl(-5, IPC_STAT, &hs));
+	/* removal */
+	T(semctl(s, 0, IPC_RMID));
+	T(semctl(s, 0, IPC_RMID));
+	T(semop(s, op, 1));
+	return 0;
+}

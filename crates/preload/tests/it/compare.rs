@@ -1,0 +1,115 @@
+//! Each C program on the kernel and through the library: the same output,
+//! and nothing left in the kernel's System V IPC by the library's run.
+
+use crate::support::{
+    Scratch, cc_or_skip, compile, is_root, kernel_or_skip, on_kernel, same_lines, skip, split_dump,
+    text, through_lib,
+};
+use ipcns_core::{CreateOptions, Namespace};
+
+/// Runs `tests/c/PROG.c` both ways and compares. `shared`: the library's
+/// namespace is made first with mode 0666 (see `credentials`).
+fn differential(test: &str, prog: &str, shared: bool) {
+    if !cc_or_skip(test) {
+        return;
+    }
+    let s = Scratch::new(test);
+    let bin = compile(prog, s.path(), &[]);
+    if shared {
+        Namespace::create_at(
+            &s.path().join("ipcns.t"),
+            CreateOptions {
+                mode: 0o666,
+                heap_size: 64 << 20,
+                ..CreateOptions::default()
+            },
+        )
+        .expect("create the shared namespace");
+    }
+    let kernel = kernel_or_skip(test);
+    // Inside a fresh IPC namespace whenever unshare works (the kernel runs
+    // need the same).
+    let ours = through_lib(&bin, s.path(), "t", &[], kernel);
+    let (out, dump) = split_dump(&text(&ours.stdout));
+    assert!(
+        ours.status.success(),
+        "{test}: through libipcns.so: {}\nstdout:\n{out}\nstderr:\n{}",
+        ours.status,
+        text(&ours.stderr)
+    );
+    assert_eq!(text(&ours.stderr), "", "{test}: the library said something");
+    assert!(!out.is_empty(), "{test}: no output");
+    if !kernel {
+        return;
+    }
+    // The kernel's /proc/sysvipc in the namespace the library's run had:
+    // the three header lines and no object.
+    assert_eq!(
+        dump.len(),
+        3,
+        "{test}: the kernel saw objects:\n{}",
+        dump.join("\n")
+    );
+    assert!(
+        dump.iter().all(|l| l.trim_start().starts_with("key")),
+        "{test}: the kernel saw objects:\n{}",
+        dump.join("\n")
+    );
+    let k = on_kernel(&bin);
+    assert!(
+        k.status.success(),
+        "{test}: on the kernel: {}\n{}",
+        k.status,
+        text(&k.stderr)
+    );
+    same_lines(test, &text(&k.stdout), &out);
+}
+
+/// Every exported call through glibc's declarations: successes, errnos,
+/// buffers on the stack, in static storage and on the heap.
+#[test]
+fn calls() {
+    differential("calls", "calls", false);
+}
+
+/// `syscall(SYS_...)` forms: semctl's union by value, IPC_64 commands,
+/// shmat's address as the return value, other numbers passed through.
+#[test]
+fn raw_system_calls() {
+    differential("raw", "raw", false);
+}
+
+/// Bad pointers: EFAULT exactly where the kernel gives it, never a fault.
+#[test]
+fn bad_pointers() {
+    differential("efault", "efault", false);
+}
+
+/// fork and nattch, SEM_UNDO at exit, exec, sleepers woken by IPC_RMID
+/// and by a send.
+#[test]
+fn processes() {
+    differential("procs", "procs", false);
+}
+
+/// First calls from sixteen threads at once, per-thread work on stack and
+/// heap buffers, 300 short-lived threads.
+#[test]
+fn threads() {
+    differential("threads", "threads", false);
+}
+
+/// Credentials as of each call: seteuid, setgroups, raw setresuid,
+/// setfsuid, setresuid for good, a child of nobody. Needs root. The
+/// namespace is made shared (mode 0666): a process that drops to another
+/// uid opens its segments' files as that uid, and the files' permissions
+/// are the namespace's boundary (in a private namespace shmat then fails
+/// with EACCES, where the kernel would attach).
+#[test]
+fn credentials() {
+    if !is_root() {
+        skip("credentials", "setuid and setgroups need root");
+        return;
+    }
+    differential("creds", "creds", true);
+}
