@@ -128,6 +128,41 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     Ok(idx)
 }
 
+/// The calling process's record if it has one, without making one: what
+/// an image finds of itself when it attaches, and at exit. A record made
+/// by an earlier image of the process (before an execve) is taken over as
+/// in [`me`]: its attachments dropped, its undo entries kept. Caches the
+/// index.
+pub fn adopt(a: &Arena) -> Result<Option<u32>, Errno> {
+    let generation = lock::fork_generation() + 1;
+    let cached = a.own_proc.load(Relaxed);
+    if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
+        return Ok(Some(cached as u32 - 1));
+    }
+    let pid = std::process::id() as i32;
+    let start = lock::own_start();
+    let found = {
+        let _g = lock(a)?;
+        table(a)?.iter().enumerate().find_map(|(i, r)| {
+            (r.state.load(Relaxed) == LIVE
+                && r.pid.load(Relaxed) == pid
+                && r.start.load(Relaxed) == start)
+                .then(|| (i as u32, r.image.load(Relaxed) != image()))
+        })
+    };
+    let Some((idx, exec)) = found else {
+        return Ok(None);
+    };
+    if exec {
+        crate::shm::attach::drop_all(a, idx, pid)?;
+        let _g = lock(a)?;
+        record(a, idx)?.image.store(image(), Relaxed);
+    }
+    a.own_proc
+        .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
+    Ok(Some(idx))
+}
+
 /// A number drawn once per program image (see [`Proc::image`]).
 fn image() -> u64 {
     static IMAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -235,12 +270,13 @@ pub fn reap(a: &Arena) -> Result<u32, Errno> {
 /// (the process goes on): they are dropped with the record when the
 /// process is found gone.
 pub fn exit(a: &Arena) -> Result<(), Errno> {
-    let cached = a.own_proc.swap(0, Relaxed);
-    let generation = lock::fork_generation() + 1;
-    if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
+    // An image that has not used its record yet may still have one: made
+    // before its execve, with undo entries that this exit must apply.
+    let Some(idx) = adopt(a)? else {
         return Ok(());
-    }
-    finish(a, cached as u32 - 1, std::process::id() as i32, true)
+    };
+    a.own_proc.store(0, Relaxed);
+    finish(a, idx, std::process::id() as i32, true)
 }
 
 /// Applies record `idx`'s undo entries for `pid` and frees them; then,
