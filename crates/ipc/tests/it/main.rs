@@ -9,6 +9,7 @@ mod fuzz;
 mod msgcrash;
 mod msgdiff;
 mod msgop;
+mod procdiff;
 mod security;
 mod semop;
 mod semwait;
