@@ -233,9 +233,16 @@ pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
 /// address space is a copy), so each is counted once more, with the parent
 /// as the last operator (Linux counts them in `dup_mmap`, in the parent).
 pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
+    let ppid = crate::lock::parent_pid();
     let entries: Vec<(u64, u64, u32, u64)> = {
         let _g = proc::lock(a)?;
         let r = proc::record(a, parent)?;
+        // The parent's cached index may be its own parent's, inherited
+        // through a fork when it had no record of its own: then it has
+        // no attachment here, and nothing is the child's.
+        if r.pid.load(Relaxed) != ppid {
+            return Ok(());
+        }
         list(a, r)
             .into_iter()
             .filter_map(|off| entry(a, off).ok())
@@ -254,7 +261,6 @@ pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
         return Ok(());
     }
     let me = proc::me(a)?;
-    let ppid = crate::lock::parent_pid();
     for (addr, size, idx, generation) in entries {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;

@@ -180,6 +180,33 @@ fn nattch_across_fork_exit_kill_exec() {
     );
 }
 
+/// A fork by a process that has never attached anything, forked itself by
+/// one that detached everything first and attached again afterwards: the
+/// grandchild inherits nothing, so nattch does not move (ipcns once
+/// counted the grandparent's attachments for it: a child that never made
+/// its own record still named its parent's).
+#[test]
+fn fork_by_a_process_without_attachments() {
+    same(
+        "fork_by_a_process_without_attachments",
+        &[
+            Step::ShmGet {
+                who: 0,
+                seg: 0,
+                size: 100,
+            },
+            shmat(0),
+            Step::Fork(0),
+            Step::ShmDt { who: 0, nth: 0 },
+            Step::Fork(0),
+            shmat(0),
+            Step::Fork(2),
+            Step::Fork(3),
+            Step::Exit(3),
+        ],
+    );
+}
+
 /// Shared memory contents across processes: what one process stores,
 /// every attachment of the segment shows, in a fork child, in a process
 /// that attached on its own, through a read-only attachment, and after
