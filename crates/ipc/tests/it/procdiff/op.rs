@@ -369,16 +369,24 @@ fn used(s: &dyn SysV, id: i32) -> usize {
     }
 }
 
-/// IPC_STAT of a set: nsems, the times, the mode.
+/// The owner, creator, key and mode of an object.
+fn perm(p: &ipc64_perm) -> String {
+    format!(
+        "uid {} gid {} cuid {} cgid {} key {} mode {:o}",
+        p.uid, p.gid, p.cuid, p.cgid, p.key, p.mode
+    )
+}
+
+/// IPC_STAT of a set: every field, times as set or not.
 pub fn sem_stat(s: &dyn SysV, id: i32) -> String {
     let mut ds = semid64_ds::default();
     match s.semctl(id, 0, IPC_STAT, SemArg::Ds(&mut ds)) {
         Ok(_) => format!(
-            "nsems {} otime {} ctime {} mode {:o}",
+            "nsems {} otime {} ctime {} {}",
             ds.sem_nsems,
             t(ds.sem_otime),
             t(ds.sem_ctime),
-            ds.sem_perm.mode
+            perm(&ds.sem_perm)
         ),
         Err(e) => e.name().into(),
     }
@@ -389,7 +397,7 @@ pub fn shm_stat(s: &dyn SysV, id: i32) -> String {
     let mut ds = shmid64_ds::default();
     match s.shmctl(id, IPC_STAT, ShmArg::Ds(&mut ds)) {
         Ok(_) => format!(
-            "size {} nattch {} cpid @{} lpid @{} atime {} dtime {} ctime {} key {} mode {:o}",
+            "size {} nattch {} cpid @{} lpid @{} atime {} dtime {} ctime {} {}",
             ds.shm_segsz,
             ds.shm_nattch,
             ds.shm_cpid,
@@ -397,8 +405,7 @@ pub fn shm_stat(s: &dyn SysV, id: i32) -> String {
             t(ds.shm_atime),
             t(ds.shm_dtime),
             t(ds.shm_ctime),
-            ds.shm_perm.key,
-            ds.shm_perm.mode
+            perm(&ds.shm_perm)
         ),
         Err(e) => e.name().into(),
     }
@@ -409,7 +416,7 @@ pub fn msg_stat(s: &dyn SysV, id: i32) -> String {
     let mut ds = msqid64_ds::default();
     match s.msgctl(id, IPC_STAT, MsgArg::Ds(&mut ds)) {
         Ok(_) => format!(
-            "qnum {} cbytes {} qbytes {} lspid @{} lrpid @{} stime {} rtime {} ctime {}",
+            "qnum {} cbytes {} qbytes {} lspid @{} lrpid @{} stime {} rtime {} ctime {} {}",
             ds.msg_qnum,
             ds.msg_cbytes,
             ds.msg_qbytes,
@@ -417,7 +424,8 @@ pub fn msg_stat(s: &dyn SysV, id: i32) -> String {
             ds.msg_lrpid,
             t(ds.msg_stime),
             t(ds.msg_rtime),
-            t(ds.msg_ctime)
+            t(ds.msg_ctime),
+            perm(&ds.msg_perm)
         ),
         Err(e) => e.name().into(),
     }
