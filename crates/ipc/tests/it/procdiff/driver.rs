@@ -194,7 +194,7 @@ impl<'a> Driver<'a> {
                         self.procs[p].atts.clear();
                         Ok("executed".into())
                     }
-                    Some(other) => Ok(other.to_string()),
+                    Some(other) => Ok(answer(other).1),
                     None => Ok("no answer".into()),
                 }
             }
