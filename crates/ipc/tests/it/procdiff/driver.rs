@@ -103,13 +103,19 @@ pub struct Driver<'a> {
     sems: [Option<(i32, usize)>; 2],
     shms: [Option<(i32, u64)>; 2],
     msgs: [Option<i32>; 2],
-    log: Vec<String>,
+    /// Where each line of the log goes as soon as it is written (so a
+    /// driver that hangs still shows how far it got).
+    log: &'a mut dyn FnMut(String),
 }
 
 impl<'a> Driver<'a> {
     /// A driver on `ctx`; `reaper`: whether it calls `reap_exited` after
     /// a SIGKILL (ipcns; module doc).
-    pub fn new(ctx: &'a Ctx<'a>, reaper: bool) -> std::io::Result<Driver<'a>> {
+    pub fn new(
+        ctx: &'a Ctx<'a>,
+        reaper: bool,
+        log: &'a mut dyn FnMut(String),
+    ) -> std::io::Result<Driver<'a>> {
         let mut mine = Vec::new();
         let mut theirs = Vec::new();
         for _ in 0..MAX_PROCS {
@@ -132,23 +138,22 @@ impl<'a> Driver<'a> {
             sems: [None; 2],
             shms: [None; 2],
             msgs: [None; 2],
-            log: Vec::new(),
+            log,
         })
     }
 
-    /// Runs the script; the log.
-    pub fn run(mut self, script: &[Step]) -> Vec<String> {
+    /// Runs the script, writing the log.
+    pub fn run(mut self, script: &[Step]) {
         for (k, st) in script.iter().enumerate() {
             self.step(k, st);
         }
         self.finish();
-        std::mem::take(&mut self.log)
     }
 
     fn step(&mut self, k: usize, st: &Step) {
         let head = format!("{k:2} {st}");
         match self.act(k, st) {
-            Err(why) => self.log.push(format!("{head}: skipped ({why})")),
+            Err(why) => (self.log)(format!("{head}: skipped ({why})")),
             Ok(result) => {
                 let done = self.settle();
                 let mut line = format!("{head}: {result}");
@@ -156,10 +161,10 @@ impl<'a> Driver<'a> {
                     line.push_str(&format!("; completed {}", done.join(", ")));
                 }
                 let line = self.named(&line);
-                self.log.push(line);
+                (self.log)(line);
                 let look = self.look();
                 let look = self.named(&look);
-                self.log.push(format!("     {look}"));
+                (self.log)(format!("     {look}"));
             }
         }
     }
@@ -580,12 +585,7 @@ impl<'a> Driver<'a> {
                 };
             }
             if start.elapsed() > DEADLINE {
-                let pid = self.procs[p].pid;
-                return Now::Stuck(format!(
-                    "state {:?}, syscall {:?}",
-                    os::state(pid),
-                    os::blocked_in(pid)
-                ));
+                return Now::Stuck(os::describe(self.procs[p].pid));
             }
             // Back at once if it answers.
             os::readable(self.mine[p - 1].as_raw_fd(), nap);

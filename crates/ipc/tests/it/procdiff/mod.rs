@@ -71,40 +71,52 @@ fn spawn_driver(arena: Option<&Path>, script: &[Step], reaper: bool) -> (i32, Un
         support::keep_only_fds(&[theirs.as_raw_fd()]);
         os::own_group();
         os::ignore_children();
-        let log = match &arena {
+        let mut log = |line: String| {
+            let _ = (&theirs).write_all(format!("{line}\n").as_bytes());
+        };
+        match &arena {
             None => match ipcns_oracle::kernel::unshare_ipc() {
-                Ok(()) => drive(&Ctx::Kernel, script, reaper),
-                Err(e) => vec![format!("unshare(CLONE_NEWIPC): {e:?}")],
+                Ok(()) => drive(&Ctx::Kernel, script, reaper, &mut log),
+                Err(e) => log(format!("unshare(CLONE_NEWIPC): {e:?}")),
             },
             Some(path) => match ipcns::Namespace::open_at(path) {
-                Ok(ns) => drive(&Ctx::Ipcns { ns: &ns, path }, script, reaper),
-                Err(e) => vec![format!("open the arena: {e}")],
+                Ok(ns) => drive(&Ctx::Ipcns { ns: &ns, path }, script, reaper, &mut log),
+                Err(e) => log(format!("open the arena: {e}")),
             },
         };
-        let _ = (&theirs).write_all(log.join("\n").as_bytes());
         0
     });
     (pid, mine)
 }
 
-fn drive(ctx: &Ctx<'_>, script: &[Step], reaper: bool) -> Vec<String> {
-    match driver::Driver::new(ctx, reaper) {
+fn drive(ctx: &Ctx<'_>, script: &[Step], reaper: bool, log: &mut dyn FnMut(String)) {
+    match driver::Driver::new(ctx, reaper, log) {
         Ok(d) => d.run(script),
-        Err(e) => vec![format!("channels: {e}")],
+        Err(e) => log(format!("channels: {e}")),
     }
 }
 
 /// The log a driver sends, then its end (a driver still there after
-/// [`SCRIPT_LIMIT`] is killed with its process group).
+/// [`SCRIPT_LIMIT`] is described, then killed with its process group).
 fn collect(pid: i32, mut sock: UnixStream) -> Vec<String> {
     let _ = sock.set_read_timeout(Some(SCRIPT_LIMIT));
     let mut out = String::new();
     let _ = sock.read_to_string(&mut out);
     let mut log: Vec<String> = out.lines().map(str::to_string).collect();
-    let code = support::wait_child_deadline(pid, Duration::from_secs(10));
-    if code != Ok(0) {
-        os::kill(-pid, libc::SIGKILL);
-        log.push(format!("driver ended with {code:?}"));
+    let start = Instant::now();
+    let code = loop {
+        if let Some(code) = support::try_wait_child(pid) {
+            break code;
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            log.push(format!("driver stuck: {}", os::describe(pid)));
+            os::kill(-pid, libc::SIGKILL);
+            break support::wait_child(pid);
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    };
+    if code != 0 {
+        log.push(format!("driver ended with {code}"));
     }
     log
 }
