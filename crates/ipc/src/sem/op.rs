@@ -445,6 +445,12 @@ impl Namespace {
         let alter = sops.iter().any(|o| o.sem_op != 0);
         let f = obtain::<SemKind>(a, semid)?;
         let s = f.slot;
+        // find_alloc_undo's first half, before any set lock: the caller's
+        // process record (a newcomer's first look reaps dead processes,
+        // whose undo entries take other sets' locks).
+        if undos {
+            crate::proc::me(a)?;
+        }
         // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
         if u32::from(max) >= s.nsems.load(Relaxed) {
             return Err(undo_first(a, &f, semid, undos, Errno::EFBIG));
