@@ -585,7 +585,7 @@ impl<'a> Driver<'a> {
                 };
             }
             if start.elapsed() > DEADLINE {
-                return Now::Stuck(os::describe(self.procs[p].pid));
+                return Now::Stuck(support::doing(self.procs[p].pid));
             }
             // Back at once if it answers.
             os::readable(self.mine[p - 1].as_raw_fd(), nap);

@@ -109,7 +109,7 @@ fn collect(pid: i32, mut sock: UnixStream) -> Vec<String> {
             break code;
         }
         if start.elapsed() > Duration::from_secs(5) {
-            log.push(format!("driver stuck: {}", os::describe(pid)));
+            log.push(format!("driver stuck: {}", support::doing(pid)));
             os::kill(-pid, libc::SIGKILL);
             break support::wait_child(pid);
         }

@@ -144,37 +144,6 @@ pub fn state(pid: i32) -> Option<char> {
     s.rsplit_once(") ")?.1.chars().next()
 }
 
-/// What a process that does not answer is doing: its state, wait
-/// channel and system call, and for a futex wait the mapping the futex
-/// word lies in (an arena's lock or sleeper, or the process's own memory:
-/// a lock of the program's).
-pub fn describe(pid: i32) -> String {
-    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
-    let call = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
-    let mut out = format!(
-        "state {:?}, wchan {wchan:?}, syscall {:?}",
-        state(pid),
-        call.trim()
-    );
-    if let Some((nr, args)) = blocked_in(pid)
-        && nr == libc::SYS_futex
-    {
-        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-        let region = maps.lines().find(|l| {
-            let range = l.split(' ').next().unwrap_or("");
-            let (a, b) = range.split_once('-').unwrap_or(("", ""));
-            let lo = u64::from_str_radix(a, 16).unwrap_or(u64::MAX);
-            let hi = u64::from_str_radix(b, 16).unwrap_or(0);
-            (lo..hi).contains(&args[0])
-        });
-        out.push_str(&format!(
-            ", futex word in {:?}",
-            region.unwrap_or("no mapping")
-        ));
-    }
-    out
-}
-
 extern "C" fn after_exec() {
     let Some(spec) = std::env::var_os(super::serve::EXEC_ENV) else {
         return;
