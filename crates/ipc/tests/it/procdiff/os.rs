@@ -5,16 +5,17 @@
 //!
 //! # Safety
 //! `PidFd::open` owns the descriptor `pidfd_open` returns; `ended` polls
-//! it, `readable` a descriptor of the caller's. `keep_across_exec` clears FD_CLOEXEC on a descriptor the caller
-//! owns. `datagram_from_fd` takes ownership of a descriptor a re-executed
-//! server inherited and that nothing else in its image owns (the spec in
-//! its environment names it). `peek` and `poke` touch one byte of a live
-//! attachment: the driver hands out addresses only inside attachments it
-//! recorded (and `poke` only writable ones), which are detached only
-//! through the driver too. `ignore_children`, `kill` and `exit_now` are
-//! plain system calls, as is `own_group`. `AFTER_EXEC` is one function pointer in
-//! `.init_array`: it runs before `main` in every image of the test binary,
-//! and returns at once unless the image was started by a server's exec.
+//! it, `readable` a descriptor of the caller's. `keep_across_exec` clears
+//! FD_CLOEXEC on a descriptor the caller owns. `datagram_from_fd` takes
+//! ownership of a descriptor a re-executed server inherited and that
+//! nothing else in its image owns (the spec in its environment names it).
+//! `peek` and `poke` touch one byte of a live attachment: the driver hands
+//! out addresses only inside attachments it recorded (and `poke` only
+//! writable ones), which are detached only through the driver too.
+//! `ignore_children`, `own_group`, `kill` and `exit_now` are plain system
+//! calls. `AFTER_EXEC` is one function pointer in `.init_array`: it runs
+//! before `main` in every image of the test binary, and returns at once
+//! unless the image was started by a server's exec.
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
