@@ -195,14 +195,17 @@ static CACHE: RwLock<Cached> = RwLock::new(None);
 /// the cached path).
 pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
     let generation = fork::generation();
-    if let Some((ns, g, c)) = CACHE.read().ok().and_then(|g| g.clone())
+    // The cache is never waited for: in a child forked while another
+    // thread held its lock, the lock is never released (each call then
+    // reads /proc); elsewhere a busy lock costs one read.
+    if let Some((ns, g, c)) = CACHE.try_read().ok().and_then(|g| g.clone())
         && ns == arena_ns
         && g == generation
     {
         return Ok(c);
     }
     let c = Arc::new(Cred::read_current(arena_ns)?);
-    if let Ok(mut g) = CACHE.write() {
+    if let Ok(mut g) = CACHE.try_write() {
         *g = Some((arena_ns, generation, c.clone()));
     }
     Ok(c)

@@ -22,6 +22,11 @@
 //!   reapers (`proc::reap`), which drop an unborn record after a second or
 //!   when its parent is gone.
 //!
+//! Lock: the list's mutex is held across every fork (taken by the prepare
+//! handler, released by the parent and child handlers), so a fork never
+//! copies it locked by another thread: such a child would wait forever
+//! at its next `shmat` or namespace drop.
+//!
 //! # Safety
 //! The registry holds addresses of `Arena`s boxed inside live
 //! `Namespace`s: an arena is registered by `shmat` and unregistered by the
@@ -33,7 +38,7 @@
 
 use crate::arena::Arena;
 use core::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 static ARENAS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 static HANDLER: Once = Once::new();
@@ -45,6 +50,8 @@ struct Pending {
     records: Vec<(usize, u32, u64)>,
     children: Option<Vec<i32>>,
     errno: i32,
+    /// The list, locked by this thread for the fork it is making.
+    held: Option<MutexGuard<'static, Vec<usize>>>,
 }
 
 thread_local! {
@@ -55,6 +62,7 @@ thread_local! {
             records: Vec::new(),
             children: None,
             errno: 0,
+            held: None,
         })
     };
 }
@@ -72,7 +80,8 @@ fn errno() -> &'static mut i32 {
     unsafe { &mut *libc::__errno_location() }
 }
 
-/// The record index cached by `proc::me` for `a`, if any.
+/// The record index cached by `proc::me` for `a`, if any: in a fork
+/// child, the parent's.
 fn own_record(a: &Arena) -> Option<u32> {
     let cached = a.own_proc.load(Relaxed) as u32;
     (cached != 0).then(|| cached - 1)
@@ -84,16 +93,17 @@ extern "C" fn prepare() {
 
 fn prepare_with(pending: &mut Pending) {
     pending.records.clear();
-    if let Ok(list) = ARENAS.lock() {
-        for &p in list.iter() {
-            let a = arena(p);
-            if let Some(parent) = own_record(a)
-                && let Ok(Some((child, nonce))) = crate::shm::attach::prefork(a, parent)
-            {
-                pending.records.push((p, child, nonce));
-            }
+    let list = ARENAS.lock().unwrap_or_else(PoisonError::into_inner);
+    for &p in list.iter() {
+        let a = arena(p);
+        // This process's own record (a cached index may be a parent's).
+        if let Ok(Some(parent)) = crate::proc::adopt(a)
+            && let Ok(Some((child, nonce))) = crate::shm::attach::prefork(a, parent)
+        {
+            pending.records.push((p, child, nonce));
         }
     }
+    pending.held = Some(list);
     pending.children = if pending.records.is_empty() {
         None
     } else {
@@ -136,6 +146,7 @@ fn parent_with(pending: &mut Pending) {
             };
         }
     }
+    drop(pending.held.take());
     *errno() = if saved != 0 { saved } else { pending.errno };
 }
 
@@ -143,15 +154,17 @@ extern "C" fn in_child() {
     // A lock held across fork by another parent thread would never be
     // released here: skip rather than wait (the counts are then low by
     // what that thread was registering).
-    let claimed: Vec<(usize, u32, u64)> = PENDING
+    // The forking thread held the list across the fork: it is whole here,
+    // and released once walked.
+    let (claimed, held) = PENDING
         .try_with(|p| {
-            p.try_borrow_mut().map_or(Vec::new(), |mut p| {
+            p.try_borrow_mut().map_or((Vec::new(), None), |mut p| {
                 *errno() = p.errno;
-                p.records.drain(..).collect()
+                (p.records.drain(..).collect::<Vec<_>>(), p.held.take())
             })
         })
         .unwrap_or_default();
-    let Ok(list) = ARENAS.try_lock() else { return };
+    let Some(list) = held else { return };
     for &p in list.iter() {
         let a = arena(p);
         let mine = claimed.iter().find(|(q, _, _)| *q == p);

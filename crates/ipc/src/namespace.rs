@@ -102,10 +102,10 @@ impl Namespace {
     /// file another user owns, [`Access::Shared`] accepts it if it was
     /// created shared.
     pub fn open_as(name: &str, access: Access) -> Result<Namespace, ArenaError> {
-        Ok(Namespace {
-            name: name.to_string(),
-            arena: Box::new(Arena::open(&path_of(name)?, access)?),
-        })
+        Ok(Namespace::attached(
+            name.to_string(),
+            Arena::open(&path_of(name)?, access)?,
+        ))
     }
 
     /// Creates a namespace at an explicit arena path (tests, tools).
@@ -123,10 +123,24 @@ impl Namespace {
 
     /// Attaches to the arena at an explicit path, as [`Namespace::open_as`].
     pub fn open_at_as(path: &std::path::Path, access: Access) -> Result<Namespace, ArenaError> {
-        Ok(Namespace {
-            name: path.display().to_string(),
-            arena: Box::new(Arena::open(path, access)?),
-        })
+        Ok(Namespace::attached(
+            path.display().to_string(),
+            Arena::open(path, access)?,
+        ))
+    }
+
+    /// An opened arena as a namespace. A process that had it mapped
+    /// before an execve finds its record now: the attachments of the old
+    /// image went with its address space (Linux drops them in execve
+    /// itself), the undo entries stay. On an error the first call that
+    /// needs the record tries again.
+    fn attached(name: String, arena: Arena) -> Namespace {
+        let ns = Namespace {
+            name,
+            arena: Box::new(arena),
+        };
+        let _ = crate::proc::adopt(&ns.arena);
+        ns
     }
 
     /// Attaches to the arena open on `fd`, a descriptor handed down (as

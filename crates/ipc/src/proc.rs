@@ -142,6 +142,41 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     Ok(idx)
 }
 
+/// The calling process's record if it has one, without making one: what
+/// an image finds of itself when it attaches, and at exit. A record made
+/// by an earlier image of the process (before an execve) is taken over as
+/// in [`me`]: its attachments dropped, its undo entries kept. Caches the
+/// index.
+pub fn adopt(a: &Arena) -> Result<Option<u32>, Errno> {
+    let generation = lock::fork_generation() + 1;
+    let cached = a.own_proc.load(Relaxed);
+    if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
+        return Ok(Some(cached as u32 - 1));
+    }
+    let pid = crate::sys::process::getpid();
+    let start = lock::own_start();
+    let found = {
+        let _g = lock(a)?;
+        table(a)?.iter().enumerate().find_map(|(i, r)| {
+            (r.state.load(Relaxed) == LIVE
+                && r.pid.load(Relaxed) == pid
+                && r.start.load(Relaxed) == start)
+                .then(|| (i as u32, r.image.load(Relaxed) != image()))
+        })
+    };
+    let Some((idx, exec)) = found else {
+        return Ok(None);
+    };
+    if exec {
+        crate::shm::attach::drop_all(a, idx, pid)?;
+        let _g = lock(a)?;
+        record(a, idx)?.image.store(image(), Relaxed);
+    }
+    a.own_proc
+        .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
+    Ok(Some(idx))
+}
+
 /// A number drawn once per program image (see [`Proc::image`]).
 fn image() -> u64 {
     static IMAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -321,6 +356,11 @@ pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
     r.spare[0].store(0, Relaxed);
     r.spare[1].store(0, Relaxed);
     r.state.store(LIVE, Relaxed);
+    // Cached as `me` caches it (the fork generation has moved on: the
+    // lock's child handler, registered before ours, ran first).
+    let generation = lock::fork_generation() + 1;
+    a.own_proc
+        .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
     Ok(true)
 }
 
@@ -389,12 +429,13 @@ pub fn exit_ending(a: &Arena) -> Result<(), Errno> {
 }
 
 fn exit_as(a: &Arena, mapped: bool) -> Result<(), Errno> {
-    let cached = a.own_proc.swap(0, Relaxed);
-    let generation = lock::fork_generation() + 1;
-    if cached as u32 == 0 || cached >> 32 != generation & 0xffff_ffff {
+    // An image that has not used its record yet may still have one: made
+    // before its execve, with undo entries that this exit must apply.
+    let Some(idx) = adopt(a)? else {
         return Ok(());
-    }
-    finish(a, cached as u32 - 1, crate::sys::process::getpid(), mapped)
+    };
+    a.own_proc.store(0, Relaxed);
+    finish(a, idx, crate::sys::process::getpid(), mapped)
 }
 
 /// What a new program image does when it attaches: if this process (pid

@@ -19,6 +19,11 @@
 //! and `msgrcv` pass a `struct msgbuf` of their own, as long as the size
 //! they give says (`msgbuf`).
 //!
+//! `shmat` passes no address (the kernel picks a free range, so no memory
+//! of the caller is replaced), and `shmdt` unmaps only a System V
+//! attachment, which no Rust reference points into (its callers hold
+//! attachments as numbers).
+//!
 //! Every other system call here gets integers and at most one pointer, the
 //! `*ctl` word (`Word`), which is one of:
 //! - a caller's structure, borrowed for the call, of the type the kernel
@@ -284,6 +289,29 @@ impl SysV for Host {
             _ => Word::int(0),
         };
         sys_shmctl(id, cmd, word)
+    }
+
+    /// `shmat(shmid, NULL, shmflg)`: shmop(2); ipc/shm.c `do_shmat`. With
+    /// no address the kernel maps the segment where nothing is mapped
+    /// (SHM_REMAP without an address is EINVAL there), so no memory of the
+    /// caller changes.
+    fn shmat(&self, id: i32, flg: i32) -> SysResult<usize> {
+        // SAFETY: integers only; a NULL address (see above).
+        let r = unsafe { libc::syscall(libc::SYS_shmat, id, 0usize, flg) };
+        if r == -1 {
+            Err(Errno::last())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// `shmdt(shmaddr)`: shmop(2); ipc/shm.c `ksys_shmdt`. The kernel
+    /// unmaps only a System V attachment that starts at `shmaddr`
+    /// (EINVAL when there is none), memory that Rust code reaches only
+    /// through addresses, as numbers, that the caller holds.
+    fn shmdt(&self, addr: usize) -> SysResult<i32> {
+        // SAFETY: an integer; only a shm attachment can go (see above).
+        ret(unsafe { libc::syscall(libc::SYS_shmdt, addr) })
     }
 
     fn proc_text(&self, m: Mech) -> SysResult<String> {

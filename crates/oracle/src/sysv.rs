@@ -38,6 +38,12 @@ pub trait SysV {
     fn msgrcv(&self, id: i32, buf: &mut [u8], msgtyp: i64, flg: i32) -> SysResult<(i64, usize)>;
     fn shmget(&self, key: i32, size: u64, flg: i32) -> SysResult<i32>;
     fn shmctl(&self, id: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32>;
+    /// `shmat(shmid, NULL, shmflg)`: the segment attached where the system
+    /// chooses (so no mapping is ever replaced); its address.
+    fn shmat(&self, id: i32, flg: i32) -> SysResult<usize>;
+    /// `shmdt(shmaddr)`: detaches the attachment that starts at `shmaddr`.
+    /// Nothing may still point into it (the memory goes away).
+    fn shmdt(&self, addr: usize) -> SysResult<i32>;
     /// The text of /proc/sysvipc/{sem,msg,shm}.
     fn proc_text(&self, m: Mech) -> SysResult<String>;
     /// /proc/sys/kernel/NAME.
@@ -83,6 +89,12 @@ impl SysV for NsCaller<'_> {
     }
     fn shmctl(&self, id: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
         self.ns.shmctl(&self.cred, id, cmd, arg)
+    }
+    fn shmat(&self, id: i32, flg: i32) -> SysResult<usize> {
+        self.ns.shmat(&self.cred, id, 0, flg)
+    }
+    fn shmdt(&self, addr: usize) -> SysResult<i32> {
+        self.ns.shmdt(&self.cred, addr)
     }
     fn proc_text(&self, m: Mech) -> SysResult<String> {
         self.ns.proc_text(&self.cred, m)

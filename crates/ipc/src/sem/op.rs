@@ -31,7 +31,7 @@ use crate::limits::{SEMAEM, SEMVMX};
 use crate::namespace::Namespace;
 use crate::object::{Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
-use crate::registry::{Kind, lock_object, obtain, still_valid};
+use crate::registry::{Found, Kind, lock_object, obtain, still_valid};
 use crate::time::now;
 use crate::wait::{self, Slept, Waiter};
 use core::sync::atomic::{AtomicU16, AtomicU64};
@@ -392,6 +392,25 @@ fn timeout_ns(t: &libc::timespec) -> SysResult<u64> {
         .saturating_add(t.tv_nsec as u64))
 }
 
+/// What a call with SEM_UNDO that fails with `e` (EFBIG, EACCES) leaves:
+/// do_semtimedop runs `find_alloc_undo` before those checks (and it checks
+/// no permission), so the caller has an undo entry for the set all the
+/// same, and its exit sets the set's otime (`exit_sem`). An error of the
+/// entry's own (the set removed meanwhile: EIDRM) comes first, as there.
+fn undo_first(a: &Arena, f: &Found<'_, SemSlot>, semid: i32, undos: bool, e: Errno) -> Errno {
+    if !undos {
+        return e;
+    }
+    let made = (|| {
+        let _g = lock_object::<SemKind>(a, f.slot)?;
+        // find_alloc_undo: "if (!ipc_valid_object(&sma->sem_perm)) ...
+        // un = ERR_PTR(-EIDRM);"
+        still_valid(f)?;
+        undo::find_or_make(a, f.slot, semid, f.generation)
+    })();
+    made.err().unwrap_or(e)
+}
+
 impl Namespace {
     /// `semop(semid, sops, nsops)`: `semtimedop` without a timeout.
     pub fn semop(&self, cred: &Cred, semid: i32, sops: &[sembuf]) -> SysResult<i32> {
@@ -428,12 +447,20 @@ impl Namespace {
         let alter = sops.iter().any(|o| o.sem_op != 0);
         let f = obtain::<SemKind>(a, semid)?;
         let s = f.slot;
+        // find_alloc_undo's first half, before any set lock: the caller's
+        // process record (a newcomer's first look reaps dead processes,
+        // whose undo entries take other sets' locks).
+        if undos {
+            crate::proc::me(a)?;
+        }
         // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
         if u32::from(max) >= s.nsems.load(Relaxed) {
-            return Err(Errno::EFBIG);
+            return Err(undo_first(a, &f, semid, undos, Errno::EFBIG));
         }
         // "if (ipcperms(ns, &sma->sem_perm, alter ? S_IWUGO : S_IRUGO))"
-        perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO })?;
+        if let Err(e) = perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO }) {
+            return Err(undo_first(a, &f, semid, undos, e));
+        }
         let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
         let waiter = {
             let _g = lock_object::<SemKind>(a, s)?;

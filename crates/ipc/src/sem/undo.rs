@@ -246,6 +246,9 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
     s.journal_off.store(journal, Relaxed);
     s.journal_op.store(JOURNAL_UNDO, Relaxed);
     SemKind::repair_object(a, s)?;
+    // exit_sem: "do_smart_update(sma, NULL, 0, 1, &wake_q)": otime is set
+    // for every set the process has an entry for, adjustments or not.
+    s.otime.store(crate::time::now(), Relaxed);
     super::op::update_queue(a, s, None)
 }
 

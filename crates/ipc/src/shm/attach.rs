@@ -235,11 +235,12 @@ pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
 /// The fallback of a child whose unborn record (see [`prefork`]) was
 /// dropped before it could claim it.
 pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
-    if counted(a, parent)?.is_empty() {
+    let ppid = crate::lock::parent_pid();
+    if counted(a, parent, ppid)?.is_empty() {
         return Ok(());
     }
     let me = proc::me(a)?;
-    copy_counted(a, parent, me, crate::lock::parent_pid())
+    copy_counted(a, parent, ppid, me, ppid)
 }
 
 /// In a process about to fork: makes the child's record now, with every
@@ -249,22 +250,28 @@ pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
 /// record and the nonce the child claims it with
 /// ([`proc::claim_unborn`]), or None when there is nothing to inherit.
 pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
-    if counted(a, parent)?.is_empty() {
+    let pid = crate::sys::process::getpid();
+    if counted(a, parent, pid)?.is_empty() {
         return Ok(None);
     }
     let (child, nonce) = proc::make_unborn(a, parent)?;
-    let pid = crate::sys::process::getpid();
-    if let Err(e) = copy_counted(a, parent, child, pid) {
+    if let Err(e) = copy_counted(a, parent, pid, child, pid) {
         let _ = proc::release_unborn(a, child, nonce);
         return Err(e);
     }
     Ok(Some((child, nonce)))
 }
 
-/// The counted attachments of record `idx`: `(addr, size, idx, generation)`.
-fn counted(a: &Arena, idx: u32) -> SysResult<Vec<(u64, u64, u32, u64)>> {
+/// The counted attachments of record `idx`, if it is process `pid`'s:
+/// `(addr, size, idx, generation)`. (An index cached by a process may be
+/// its own parent's, inherited through a fork when it had no record of its
+/// own: then nothing of it is ours.)
+fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<(u64, u64, u32, u64)>> {
     let _g = proc::lock(a)?;
     let r = proc::record(a, idx)?;
+    if r.pid.load(Relaxed) != pid || r.state.load(Relaxed) != proc::LIVE {
+        return Ok(Vec::new());
+    }
     Ok(list(a, r)
         .into_iter()
         .filter_map(|off| entry(a, off).ok())
@@ -280,10 +287,10 @@ fn counted(a: &Arena, idx: u32) -> SysResult<Vec<(u64, u64, u32, u64)>> {
         .collect())
 }
 
-/// Copies the counted attachments of record `from` to record `to`, each
-/// counted, with `lpid` as the last operator.
-fn copy_counted(a: &Arena, from: u32, to: u32, lpid: i32) -> SysResult<()> {
-    for (addr, size, idx, generation) in counted(a, from)? {
+/// Copies the counted attachments of record `from` (process `owner`'s) to
+/// record `to`, each counted, with `lpid` as the last operator.
+fn copy_counted(a: &Arena, from: u32, owner: i32, to: u32, lpid: i32) -> SysResult<()> {
+    for (addr, size, idx, generation) in counted(a, from, owner)? {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;
         };

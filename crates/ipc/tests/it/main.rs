@@ -11,6 +11,7 @@ mod heap;
 mod msgcrash;
 mod msgdiff;
 mod msgop;
+mod procdiff;
 mod security;
 mod semop;
 mod semwait;

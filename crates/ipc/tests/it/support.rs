@@ -28,7 +28,13 @@ impl TestNs {
     }
 
     pub fn with(tag: &str, opts: CreateOptions) -> TestNs {
-        let path = std::env::temp_dir().join(format!(
+        Self::in_dir(&std::env::temp_dir(), tag, opts)
+    }
+
+    /// A namespace whose arena is in `dir` (/dev/shm, a tmpfs, makes and
+    /// removes arenas in a fraction of the time a disk takes).
+    pub fn in_dir(dir: &std::path::Path, tag: &str, opts: CreateOptions) -> TestNs {
+        let path = dir.join(format!(
             "ipcns-test-{tag}-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
@@ -161,21 +167,52 @@ pub fn wait_child_deadline(pid: i32, limit: std::time::Duration) -> Result<i32, 
             });
         }
         if start.elapsed() >= limit {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // The state follows the parenthesised command name.
-            let state = stat
-                .rsplit_once(") ")
-                .and_then(|(_, rest)| rest.split(' ').next())
-                .unwrap_or("?")
-                .to_string();
-            let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+            let what = doing(pid);
             kill(pid);
             wait_child(pid);
-            return Err(format!("state {state}, wchan {wchan:?}"));
+            return Err(what);
         }
         std::thread::sleep(nap);
         nap = (nap * 2).min(std::time::Duration::from_millis(5));
     }
+}
+
+/// What process `pid` is doing, from /proc: its state and wait channel (a
+/// sleeper in a futex waits for a lock, a runner loops), and when it waits
+/// in a futex, the mapping the futex word is in (an arena's file: an
+/// ipcns lock or sleeper; the process's own memory: a lock of the
+/// program's, such as one copied locked into a fork child).
+pub fn doing(pid: i32) -> String {
+    let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+    let stat = read("stat");
+    // The state follows the parenthesised command name.
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .unwrap_or("?")
+        .to_string();
+    let mut out = format!("state {state}, wchan {:?}", read("wchan"));
+    let call = read("syscall");
+    let mut words = call.split_whitespace();
+    if words.next().and_then(|n| n.parse::<i64>().ok()) == Some(libc::SYS_futex) {
+        let word = words
+            .next()
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0);
+        let maps = read("maps");
+        let region = maps.lines().find(|l| {
+            let range = l.split(' ').next().unwrap_or("");
+            let (a, b) = range.split_once('-').unwrap_or(("", ""));
+            let lo = u64::from_str_radix(a, 16).unwrap_or(u64::MAX);
+            let hi = u64::from_str_radix(b, 16).unwrap_or(0);
+            (lo..hi).contains(&word)
+        });
+        out.push_str(&format!(
+            ", futex {word:#x} in {:?}",
+            region.unwrap_or("no mapping")
+        ));
+    }
+    out
 }
 
 /// For a forked child: its standard error (glibc's assertion messages
