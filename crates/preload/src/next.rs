@@ -177,8 +177,35 @@ pub static CAPSET: Next = Next::new(c"capset");
 /// costs nothing more).
 pub fn resolve_all() {
     for n in [
-        &SYSCALL, &SETUID, &SETEUID, &SETREUID, &SETRESUID, &SETGID, &SETEGID, &SETREGID,
-        &SETRESGID, &SETGROUPS, &SETFSUID, &SETFSGID, &CAPSET,
+        &SYSCALL,
+        &SETUID,
+        &SETEUID,
+        &SETREUID,
+        &SETRESUID,
+        &SETGID,
+        &SETEGID,
+        &SETREGID,
+        &SETRESGID,
+        &SETGROUPS,
+        &SETFSUID,
+        &SETFSGID,
+        &CAPSET,
+        &OPEN,
+        &OPEN64,
+        &OPENAT,
+        &OPENAT64,
+        &OPEN_2,
+        &OPEN64_2,
+        &OPENAT_2,
+        &OPENAT64_2,
+        &FOPEN,
+        &FOPEN64,
+        &WRITE,
+        &DUP,
+        &DUP2,
+        &DUP3,
+        &FCNTL,
+        &FCNTL64,
     ] {
         n.get();
     }
@@ -297,3 +324,21 @@ pub fn dup_cloexec(fd: i32) -> Option<std::os::fd::OwnedFd> {
     // else owns or will close it.
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) })
 }
+
+/// The file calls interposed for the /proc emulation (`ffi/open.rs`).
+pub static OPEN: Next = Next::new(c"open");
+pub static OPEN64: Next = Next::new(c"open64");
+pub static OPENAT: Next = Next::new(c"openat");
+pub static OPENAT64: Next = Next::new(c"openat64");
+pub static OPEN_2: Next = Next::new(c"__open_2");
+pub static OPEN64_2: Next = Next::new(c"__open64_2");
+pub static OPENAT_2: Next = Next::new(c"__openat_2");
+pub static OPENAT64_2: Next = Next::new(c"__openat64_2");
+pub static FOPEN: Next = Next::new(c"fopen");
+pub static FOPEN64: Next = Next::new(c"fopen64");
+pub static WRITE: Next = Next::new(c"write");
+pub static DUP: Next = Next::new(c"dup");
+pub static DUP2: Next = Next::new(c"dup2");
+pub static DUP3: Next = Next::new(c"dup3");
+pub static FCNTL: Next = Next::new(c"fcntl");
+pub static FCNTL64: Next = Next::new(c"fcntl64");

@@ -23,6 +23,7 @@
 #![allow(unsafe_code)]
 
 mod ids;
+mod open;
 
 use crate::next;
 use crate::{cred, msg, sem, shm, state};
@@ -194,6 +195,13 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_shmat => guard(|| shm::shmat(a as i32, b as usize, c as i32)),
         libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
         libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
+        libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 => {
+            if let Some(r) = open::syscall_open(n, a, b, c) {
+                return r;
+            }
+            // SAFETY: the program's own system call, forwarded unchanged.
+            return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+        }
         _ => {
             // SAFETY: the program's own system call, forwarded unchanged.
             let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
