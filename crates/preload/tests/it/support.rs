@@ -188,7 +188,8 @@ pub const DUMP: &str = "@@ /proc/sysvipc after the run";
 /// The program through the library on namespace `name` in `dir`
 /// (`LD_PRELOAD`, `IPCNS_DIR`, `IPCNS`, and `env`). With `fresh`, inside
 /// `unshare --ipc`, followed by [`DUMP`] and the three /proc/sysvipc files
-/// of that IPC namespace.
+/// of that IPC namespace (read without the library, which would show its
+/// own).
 pub fn through_lib(
     prog: &Path,
     dir: &Path,
@@ -200,7 +201,7 @@ pub fn through_lib(
         let mut c = Command::new("unshare");
         c.args(["--ipc", "sh", "-c"])
             .arg(format!(
-                "\"$0\"; s=$?; echo '{DUMP}'; cat /proc/sysvipc/sem /proc/sysvipc/msg /proc/sysvipc/shm; exit $s"
+                "\"$0\"; s=$?; echo '{DUMP}'; env -u LD_PRELOAD cat /proc/sysvipc/sem /proc/sysvipc/msg /proc/sysvipc/shm; exit $s"
             ))
             .arg(prog);
         c
