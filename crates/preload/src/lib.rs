@@ -19,6 +19,8 @@
 //! - `structs`: the `*ctl` structures as bytes;
 //! - `procfs`: `/proc/sysvipc/*` and the ipc sysctls as the namespace's
 //!   (the file calls in `ffi/open.rs`, the raw file work in `kfile`);
+//! - `unshare`: a fresh private namespace (`unshare`, `clone` with
+//!   CLONE_NEWIPC; the entries in `ffi/ns.rs`);
 //! - `once`: values published for good; `hot`: the words every call
 //!   reads, in one cache line.
 //!
@@ -39,4 +41,5 @@ mod sem;
 mod shm;
 mod state;
 mod structs;
+mod unshare;
 mod user;

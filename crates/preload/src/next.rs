@@ -206,6 +206,7 @@ pub fn resolve_all() {
         &DUP3,
         &FCNTL,
         &FCNTL64,
+        &UNSHARE,
     ] {
         n.get();
     }
@@ -342,3 +343,27 @@ pub static DUP2: Next = Next::new(c"dup2");
 pub static DUP3: Next = Next::new(c"dup3");
 pub static FCNTL: Next = Next::new(c"fcntl");
 pub static FCNTL64: Next = Next::new(c"fcntl64");
+
+/// `setenv(key, value, 1)` (the C library's: not thread safe, see
+/// `unshare.rs`); a value with a NUL is not set.
+pub fn set_env(key: &str, value: &[u8]) {
+    let (Ok(k), Ok(v)) = (
+        std::ffi::CString::new(key),
+        std::ffi::CString::new(value.to_vec()),
+    ) else {
+        return;
+    };
+    // SAFETY: two NUL-terminated strings; setenv copies them.
+    unsafe { libc::setenv(k.as_ptr(), v.as_ptr(), 1) };
+}
+
+/// `unsetenv(key)`.
+pub fn unset_env(key: &str) {
+    let Ok(k) = std::ffi::CString::new(key) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated string.
+    unsafe { libc::unsetenv(k.as_ptr()) };
+}
+
+pub static UNSHARE: Next = Next::new(c"unshare");

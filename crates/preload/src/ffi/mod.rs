@@ -23,6 +23,7 @@
 #![allow(unsafe_code)]
 
 mod ids;
+mod ns;
 mod open;
 
 use crate::next;
@@ -195,6 +196,13 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_shmat => guard(|| shm::shmat(a as i32, b as usize, c as i32)),
         libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
         libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
+        libc::SYS_unshare | libc::SYS_clone | libc::SYS_clone3 => {
+            if let Some(r) = ns::syscall_ns(n, [a, b, c, d, e, f]) {
+                return r;
+            }
+            // SAFETY: the program's own system call, forwarded unchanged.
+            return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+        }
         libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 => {
             if let Some(r) = open::syscall_open(n, a, b, c) {
                 return r;

@@ -113,3 +113,13 @@ fn credentials() {
     }
     differential("creds", "creds", true);
 }
+
+/// unshare(CLONE_NEWIPC), its `syscall` form and a fork-like
+/// `syscall(SYS_clone, CLONE_NEWIPC | SIGCHLD, 0...)`: a fresh namespace
+/// (old keys ENOENT, ids from 0, /proc/sysvipc the new one's), kept
+/// across exec, the clone's parent keeping its own. The kernel's side
+/// needs root (CAP_SYS_ADMIN); the library's does not.
+#[test]
+fn unshare_ipc() {
+    differential("unshare", "unshare", false);
+}
