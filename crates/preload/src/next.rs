@@ -207,6 +207,8 @@ pub fn resolve_all() {
         &FCNTL,
         &FCNTL64,
         &UNSHARE,
+        &PWRITE,
+        &PWRITE64,
     ] {
         n.get();
     }
@@ -338,6 +340,8 @@ pub static OPENAT64_2: Next = Next::new(c"__openat64_2");
 pub static FOPEN: Next = Next::new(c"fopen");
 pub static FOPEN64: Next = Next::new(c"fopen64");
 pub static WRITE: Next = Next::new(c"write");
+pub static PWRITE: Next = Next::new(c"pwrite");
+pub static PWRITE64: Next = Next::new(c"pwrite64");
 pub static DUP: Next = Next::new(c"dup");
 pub static DUP2: Next = Next::new(c"dup2");
 pub static DUP3: Next = Next::new(c"dup3");

@@ -204,11 +204,9 @@ pub unsafe extern "C" fn syscall(
             return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
         }
         libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 => {
-            if let Some(r) = open::syscall_open(n, a, b, c) {
-                return r;
-            }
             // SAFETY: the program's own system call, forwarded unchanged.
-            return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            return open::syscall_after(n, a, b, c, r);
         }
         _ => {
             // SAFETY: the program's own system call, forwarded unchanged.

@@ -3,23 +3,34 @@
 //! write on a duplicate of a descriptor open on a sysctl, as a shell's
 //! `echo 5 > /proc/sys/kernel/msg_next_id` makes, is applied too).
 //!
-//! A path is looked at first (its first bytes, `procfs::target_of`); every
-//! other path goes to the next definition unchanged, errno its own. `open`
+//! The next definition is called first, unchanged; then, unless the
+//! kernel refused the path with EFAULT, its first bytes are compared with
+//! the emulated files' names (`procfs::target`; in place: the kernel has
+//! just read them). For every other path that is all: the result and
+//! errno are the next definition's. For an emulated one, the descriptor
+//! (or stream) the next definition opened on the kernel's file is closed
+//! and ours returned instead. So a bad pointer is the kernel's EFAULT, and
+//! the library reads the caller's path only after the kernel did (another
+//! thread unmapping it in between, which the program cannot do safely
+//! anyway, is the one way left to fault there). `open`
 //! and `openat` are variadic in C: their `mode` is taken as a fixed
 //! parameter, which is where x86-64 and aarch64 Linux pass both (as for
 //! `semctl`, `ffi/mod.rs`); `fcntl`'s third argument likewise.
 //!
 //! # Safety
 //! The exported names interpose the C library's on purpose (`no_mangle`).
-//! The program's pointers are read only through `user.rs` (never a
-//! fault) or passed on unchanged; each next definition is called with the
+//! A path (and `fopen`'s mode) is read in place only after the next
+//! definition returned without EFAULT, i.e. after the kernel (or the C
+//! library) read it up to its NUL; at most [`path::MAX`] bytes, stopping
+//! at the NUL. Other pointers of the program are read through `user.rs`
+//! or passed on unchanged; each next definition is called with the
 //! prototype the C library gives it. The `fopencookie` callbacks get the
 //! cookie this file boxed (freed once, by the close callback) and stdio's
 //! own buffer with its true length.
 #![allow(unsafe_code)]
 
 use crate::next::{self, Next};
-use crate::procfs::{self, path::Target};
+use crate::procfs::{self, path, path::Target};
 use core::ffi::{c_char, c_int, c_long, c_void};
 
 /// The result of an emulated open in the C convention.
@@ -33,15 +44,65 @@ fn ret(r: Result<i32, i32>) -> c_int {
     }
 }
 
-/// An emulated open of `path` relative to `dirfd`, or `None` for the next
-/// definition.
+/// The bytes of the program's path before its NUL, if there are at most
+/// [`path::MAX`] of them. Only called after the kernel or the C library
+/// read the string (module doc).
+fn path_bytes(path: *const c_char, buf: &mut [u8; path::MAX]) -> Option<&[u8]> {
+    if (path as usize) < 4096 {
+        return None;
+    }
+    for i in 0..path::MAX {
+        // SAFETY: the string was just read up to its NUL by the next
+        // definition (module doc); we stop at the NUL.
+        let b = unsafe { *path.add(i) } as u8;
+        if b == 0 {
+            return Some(&buf[..i]);
+        }
+        buf[i] = b;
+    }
+    None
+}
+
+/// The calling thread's errno.
+fn errno() -> c_int {
+    // SAFETY: the calling thread's errno, valid for its life.
+    unsafe { *libc::__errno_location() }
+}
+
+/// After the next definition's open returned `r`: `r` itself, or, for an
+/// emulated file, ours (the kernel's descriptor closed).
 #[inline(always)]
-fn ours(dirfd: c_int, path: *const c_char, flags: c_int) -> Option<c_int> {
-    let t = std::panic::catch_unwind(|| {
-        let t = procfs::target_of(dirfd, path as usize)?;
-        procfs::open(t, flags).map(ret)
+fn after_open(dirfd: c_int, path: *const c_char, flags: c_int, r: c_int) -> c_int {
+    if r < 0 && errno() == libc::EFAULT {
+        return r;
+    }
+    let mut buf = [0u8; path::MAX];
+    let Some(p) = path_bytes(path, &mut buf) else {
+        return r;
+    };
+    // The cheap test first: an absolute path outside /proc/sys*, or a
+    // relative one not ending in one of the names.
+    if !(p.starts_with(b"/proc/sys") || (p.first() != Some(&b'/') && path::may_be_relative(p))) {
+        return r;
+    }
+    emulated(dirfd, p, flags, r)
+}
+
+#[cold]
+fn emulated(dirfd: c_int, p: &[u8], flags: c_int, r: c_int) -> c_int {
+    let res = std::panic::catch_unwind(|| {
+        let t = procfs::target(dirfd, p)?;
+        procfs::open(t, flags)
     });
-    t.ok().flatten()
+    match res {
+        Ok(Some(x)) => {
+            if r >= 0 {
+                crate::kfile::close(r);
+            }
+            ret(x)
+        }
+        _ => r,
+    }
 }
 
 fn call_open(n: &Next, path: *const c_char, flags: c_int, mode: u32) -> c_int {
@@ -86,68 +147,78 @@ fn call_openat(n: &Next, dirfd: c_int, path: *const c_char, flags: c_int, mode: 
 /// `int open(const char *path, int flags, ...)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn open(path: *const c_char, flags: c_int, mode: u32) -> c_int {
-    ours(libc::AT_FDCWD, path, flags).unwrap_or_else(|| call_open(&next::OPEN, path, flags, mode))
+    let r = call_open(&next::OPEN, path, flags, mode);
+    after_open(libc::AT_FDCWD, path, flags, r)
 }
 
 /// `int open64(const char *path, int flags, ...)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn open64(path: *const c_char, flags: c_int, mode: u32) -> c_int {
-    ours(libc::AT_FDCWD, path, flags).unwrap_or_else(|| call_open(&next::OPEN64, path, flags, mode))
+    let r = call_open(&next::OPEN64, path, flags, mode);
+    after_open(libc::AT_FDCWD, path, flags, r)
 }
 
 /// `int __open_2(const char *path, int flags)` (`_FORTIFY_SOURCE`).
 #[unsafe(no_mangle)]
 pub extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    ours(libc::AT_FDCWD, path, flags).unwrap_or_else(|| call_open(&next::OPEN_2, path, flags, 0))
+    let r = call_open(&next::OPEN_2, path, flags, 0);
+    after_open(libc::AT_FDCWD, path, flags, r)
 }
 
 /// `int __open64_2(const char *path, int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    ours(libc::AT_FDCWD, path, flags).unwrap_or_else(|| call_open(&next::OPEN64_2, path, flags, 0))
+    let r = call_open(&next::OPEN64_2, path, flags, 0);
+    after_open(libc::AT_FDCWD, path, flags, r)
 }
 
 /// `int openat(int dirfd, const char *path, int flags, ...)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: u32) -> c_int {
-    ours(dirfd, path, flags).unwrap_or_else(|| call_openat(&next::OPENAT, dirfd, path, flags, mode))
+    let r = call_openat(&next::OPENAT, dirfd, path, flags, mode);
+    after_open(dirfd, path, flags, r)
 }
 
 /// `int openat64(int dirfd, const char *path, int flags, ...)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: u32) -> c_int {
-    ours(dirfd, path, flags)
-        .unwrap_or_else(|| call_openat(&next::OPENAT64, dirfd, path, flags, mode))
+    let r = call_openat(&next::OPENAT64, dirfd, path, flags, mode);
+    after_open(dirfd, path, flags, r)
 }
 
 /// `int __openat_2(int dirfd, const char *path, int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    ours(dirfd, path, flags).unwrap_or_else(|| call_openat(&next::OPENAT_2, dirfd, path, flags, 0))
+    let r = call_openat(&next::OPENAT_2, dirfd, path, flags, 0);
+    after_open(dirfd, path, flags, r)
 }
 
 /// `int __openat64_2(int dirfd, const char *path, int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    ours(dirfd, path, flags)
-        .unwrap_or_else(|| call_openat(&next::OPENAT64_2, dirfd, path, flags, 0))
+    let r = call_openat(&next::OPENAT64_2, dirfd, path, flags, 0);
+    after_open(dirfd, path, flags, r)
 }
 
-/// The `syscall()` forms: `Some` result for SYS_open, SYS_openat and
-/// SYS_openat2 on an emulated path (the raw convention: -1 and errno).
-pub(super) fn syscall_open(n: c_long, a: c_long, b: c_long, c: c_long) -> Option<c_long> {
+/// The `syscall()` forms of SYS_open, SYS_openat and SYS_openat2, after
+/// the next `syscall` returned `r` (the C convention: -1 and errno).
+pub(super) fn syscall_after(n: c_long, a: c_long, b: c_long, c: c_long, r: c_long) -> c_long {
     let (dirfd, path, flags) = match n {
-        libc::SYS_open => (libc::AT_FDCWD, a as usize, b as c_int),
-        libc::SYS_openat => (a as c_int, b as usize, c as c_int),
-        libc::SYS_openat2 => {
+        libc::SYS_open => (libc::AT_FDCWD, a, b as c_int),
+        libc::SYS_openat => (a as c_int, b, c as c_int),
+        _ => {
             // struct open_how { u64 flags; u64 mode; u64 resolve; }
             let mut how = [0u8; 8];
-            crate::user::read(c as usize, &mut how).ok()?;
-            (a as c_int, b as usize, u64::from_ne_bytes(how) as c_int)
+            if crate::user::read(c as usize, &mut how).is_err() {
+                return r;
+            }
+            (a as c_int, b, u64::from_ne_bytes(how) as c_int)
         }
-        _ => return None,
     };
-    ours(dirfd, path as *const c_char, flags).map(c_long::from)
+    if r > c_int::MAX as c_long {
+        return r;
+    }
+    c_long::from(after_open(dirfd, path as *const c_char, flags, r as c_int))
 }
 
 /// `ssize_t write(int fd, const void *buf, size_t n)`: a descriptor open
@@ -155,7 +226,7 @@ pub(super) fn syscall_open(n: c_long, a: c_long, b: c_long, c: c_long) -> Option
 #[unsafe(no_mangle)]
 pub extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize {
     if procfs::track::any() {
-        let r = std::panic::catch_unwind(|| procfs::before_write(fd, buf as usize, n));
+        let r = std::panic::catch_unwind(|| procfs::before_write(fd, buf as usize, n, None));
         if let Ok(Err(e)) = r {
             next::set_errno(e);
             return -1;
@@ -182,6 +253,51 @@ pub extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize {
             ) as isize
         },
     }
+}
+
+/// `ssize_t pwrite(int fd, const void *buf, size_t n, off_t at)` (and
+/// `pwrite64`): as `write`, at offset `at`.
+fn pwrite_with(next: &Next, fd: c_int, buf: *const c_void, n: usize, at: i64) -> isize {
+    if procfs::track::any() {
+        let r = std::panic::catch_unwind(|| procfs::before_write(fd, buf as usize, n, Some(at)));
+        if let Ok(Err(e)) = r {
+            next::set_errno(e);
+            return -1;
+        }
+    }
+    match next.get() {
+        Some(f) => {
+            type F = unsafe extern "C" fn(c_int, *const c_void, usize, i64) -> isize;
+            // SAFETY: pwrite's prototype (off_t is 64 bits here).
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: the program's arguments, passed on.
+            unsafe { f(fd, buf, n, at) }
+        }
+        // SAFETY: as above, to the system call.
+        None => unsafe {
+            next::__wrap_syscall(
+                libc::SYS_pwrite64,
+                fd as c_long,
+                buf as c_long,
+                n as c_long,
+                at as c_long,
+                0,
+                0,
+            ) as isize
+        },
+    }
+}
+
+/// `ssize_t pwrite(int fd, const void *buf, size_t n, off_t at)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: usize, at: i64) -> isize {
+    pwrite_with(&next::PWRITE, fd, buf, n, at)
+}
+
+/// `ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t at)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: usize, at: i64) -> isize {
+    pwrite_with(&next::PWRITE64, fd, buf, n, at)
 }
 
 /// After a duplicating call made `new` from `old` (when it succeeded).
@@ -348,15 +464,16 @@ fn mode_flags(m: &[u8]) -> Option<c_int> {
     Some(f)
 }
 
-/// An emulated `fopen`, or `None` for the next definition.
-fn fopen_ours(path: *const c_char, mode: *const c_char) -> Option<*mut libc::FILE> {
-    let t = procfs::target_of(libc::AT_FDCWD, path as usize)?;
-    let mut m = [0u8; 16];
-    let n = procfs::c_string(mode as usize, &mut m)?;
-    let Some(flags) = mode_flags(&m[..n]) else {
+/// An emulated `fopen` of `p` with mode `m`, or `None` if `p` is not one.
+fn fopen_ours(p: &[u8], m: &[u8]) -> Option<*mut libc::FILE> {
+    let t = procfs::target(libc::AT_FDCWD, p)?;
+    let Some(flags) = mode_flags(m) else {
         next::set_errno(libc::EINVAL);
         return Some(core::ptr::null_mut());
     };
+    let mut mz = [0u8; 17];
+    mz[..m.len()].copy_from_slice(m);
+    let m = mz;
     let fail = |e| {
         next::set_errno(e);
         Some(core::ptr::null_mut())
@@ -424,20 +541,49 @@ fn call_fopen(n: &Next, path: *const c_char, mode: *const c_char) -> *mut libc::
     }
 }
 
+/// After the next `fopen` returned `f`: `f`, or, for an emulated file,
+/// ours (the kernel's stream closed).
+fn after_fopen(path: *const c_char, mode: *const c_char, f: *mut libc::FILE) -> *mut libc::FILE {
+    if f.is_null() && errno() == libc::EFAULT {
+        return f;
+    }
+    let mut buf = [0u8; path::MAX];
+    let Some(p) = path_bytes(path, &mut buf) else {
+        return f;
+    };
+    if !(p.starts_with(b"/proc/sys") || (p.first() != Some(&b'/') && path::may_be_relative(p))) {
+        return f;
+    }
+    let mut mbuf = [0u8; path::MAX];
+    let Some(m) = path_bytes(mode, &mut mbuf) else {
+        return f;
+    };
+    if m.len() > 16 {
+        return f;
+    }
+    match std::panic::catch_unwind(|| fopen_ours(p, m)) {
+        Ok(Some(ours)) => {
+            if !f.is_null() {
+                let e = errno();
+                // SAFETY: the stream the next fopen just returned, ours to
+                // close (nothing was written to it).
+                unsafe { libc::fclose(f) };
+                next::set_errno(e);
+            }
+            ours
+        }
+        _ => f,
+    }
+}
+
 /// `FILE *fopen(const char *path, const char *mode)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut libc::FILE {
-    std::panic::catch_unwind(|| fopen_ours(path, mode))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| call_fopen(&next::FOPEN, path, mode))
+    after_fopen(path, mode, call_fopen(&next::FOPEN, path, mode))
 }
 
 /// `FILE *fopen64(const char *path, const char *mode)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut libc::FILE {
-    std::panic::catch_unwind(|| fopen_ours(path, mode))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| call_fopen(&next::FOPEN64, path, mode))
+    after_fopen(path, mode, call_fopen(&next::FOPEN64, path, mode))
 }

@@ -4,7 +4,7 @@
 //! text (the core renders it byte for byte as the kernel), reopened with
 //! the access mode asked for, so read, pread, fstat, mmap and stdio work on
 //! it as on any file. A descriptor open for writing on a sysctl is
-//! tracked (`track.rs`): each `write(2)` on it at offset 0 is parsed and
+//! tracked (`track.rs`): each `write(2)` or `pwrite(2)` on it at offset 0 is parsed and
 //! applied when it happens, as `proc_dointvec` does, its error (EINVAL for
 //! bad text, ...) returned by that write; a write at a later offset is
 //! ignored (the kernel's `sysctl_writes_strict` default). Streams opened
@@ -19,17 +19,9 @@ use crate::{kfile, state, user};
 use ipcns_core::Errno;
 use path::Target;
 
-/// The emulated file the program's `path` (relative to `dirfd`) names, if
-/// any. Only the first [`path::MAX`] bytes are read (without faulting: a
-/// pointer that cannot be read is left to the kernel, which answers
-/// EFAULT).
-pub fn target_of(dirfd: i32, addr: usize) -> Option<Target> {
-    if addr < 4096 {
-        return None;
-    }
-    let mut buf = [0u8; path::MAX];
-    let n = c_string(addr, &mut buf)?;
-    let p = &buf[..n];
+/// The emulated file the path `p` (its bytes before the NUL) names
+/// relative to `dirfd`, if any.
+pub fn target(dirfd: i32, p: &[u8]) -> Option<Target> {
     if p.first() == Some(&b'/') {
         return path::absolute(p);
     }
@@ -37,33 +29,6 @@ pub fn target_of(dirfd: i32, addr: usize) -> Option<Target> {
         return None;
     }
     path::relative(&kfile::dir_path(dirfd)?, p)
-}
-
-/// Copies the string at `addr` into `buf` up to its NUL; its length, or
-/// `None` if it is longer than `buf` or cannot be read.
-pub fn c_string(addr: usize, buf: &mut [u8]) -> Option<usize> {
-    if addr < 4096 {
-        return None;
-    }
-    if let Some(n) = user::with_direct(addr, buf.len(), |b| b.iter().position(|&c| c == 0)) {
-        let n = n?;
-        // The direct path allowed the whole range: copy what we need.
-        user::with_direct(addr, n, |b| buf[..n].copy_from_slice(b))?;
-        return Some(n);
-    }
-    // Read page by page, so that a short string at the end of a mapping
-    // is not refused for the bytes after it.
-    let mut done = 0;
-    while done < buf.len() {
-        let at = addr.checked_add(done)?;
-        let room = (4096 - at % 4096).min(buf.len() - done);
-        user::read(at, &mut buf[done..done + room]).ok()?;
-        if let Some(i) = buf[done..done + room].iter().position(|&c| c == 0) {
-            return Some(done + i);
-        }
-        done += room;
-    }
-    None
 }
 
 /// Opens the emulated file `t` with `flags`: the descriptor or the errno.
@@ -135,7 +100,8 @@ fn open_in(ns: &ipcns_core::Namespace, t: Target, flags: i32) -> Result<i32, i32
 /// (fs/proc/proc_sysctl.c proc_sys_call_handler, kernel/sysctl.c
 /// proc_dointvec: EINVAL for bad text; later offsets are ignored,
 /// `proc_first_pos_non_zero_ignore`).
-pub fn before_write(fd: i32, buf: usize, len: usize) -> Result<(), i32> {
+/// `at`: pwrite's offset; `None` for write (the file's offset).
+pub fn before_write(fd: i32, buf: usize, len: usize, at: Option<i64>) -> Result<(), i32> {
     let Some(e) = track::get(fd) else {
         return Ok(());
     };
@@ -144,7 +110,11 @@ pub fn before_write(fd: i32, buf: usize, len: usize) -> Result<(), i32> {
         track::forget(fd);
         return Ok(());
     }
-    if kfile::offset(fd) != Ok(0) || len == 0 {
+    let pos = match at {
+        Some(p) => Ok(p),
+        None => kfile::offset(fd),
+    };
+    if pos != Ok(0) || len == 0 {
         return Ok(());
     }
     // kernel/sysctl.c proc_get_long: a number longer than its buffer is

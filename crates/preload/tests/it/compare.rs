@@ -123,3 +123,13 @@ fn credentials() {
 fn unshare_ipc() {
     differential("unshare", "unshare", false);
 }
+
+/// `/proc/sysvipc/*` and the ipc sysctls through open, open64, openat
+/// (relative to /proc and /proc/sys/kernel), the syscall() forms (openat2
+/// too), write(2) with EINVAL and EFAULT, writes at a later offset ignored,
+/// duplicates (dup, dup2, F_DUPFD), the limits taking effect, and stdio
+/// (fopen for writing: the error at fclose).
+#[test]
+fn proc_files() {
+    differential("procfs", "procfs", false);
+}
