@@ -17,7 +17,7 @@
 //! attachments stay mapped and counted in the old namespace.
 //!
 //! Nobody removes the arena when its last process is gone (the kernel
-//! frees the namespace then): `ipcns ns rm unshare-PID-RANDOM` does.
+//! frees the namespace then): `ipcns ns remove unshare-PID-RANDOM` does.
 
 use crate::state;
 use ipcns_core::{CreateOptions, Namespace, namespace};

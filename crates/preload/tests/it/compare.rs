@@ -133,3 +133,31 @@ fn unshare_ipc() {
 fn proc_files() {
     differential("procfs", "procfs", false);
 }
+
+/// SHM_HUGETLB's errnos where the kernel has no huge pages configured
+/// (this machine and CI: HugePages_Total 0): EINVAL, EPERM, ENOMEM in the
+/// kernel's order. Needs root (setresuid); with huge pages configured the
+/// kernel would grant them and the outputs would differ: skipped then.
+#[test]
+fn hugetlb_refused() {
+    if !is_root() {
+        skip("hugetlb_refused", "setresuid needs root");
+        return;
+    }
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("HugePages_Total:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    if total != 0 {
+        skip(
+            "hugetlb_refused",
+            "the kernel has huge pages configured (HugePages_Total != 0)",
+        );
+        return;
+    }
+    differential("hugetlb", "hugetlb", true);
+}
