@@ -198,8 +198,14 @@ pub fn through_lib(
     fresh: bool,
 ) -> Output {
     let mut c = if fresh {
+        // The library is preloaded inside the new IPC namespace only: in
+        // `unshare` itself it would serve the unshare (a fresh ipcns
+        // namespace, the kernel's left as it was).
         let mut c = Command::new("unshare");
-        c.args(["--ipc", "sh", "-c"])
+        c.arg("--ipc")
+            .arg("env")
+            .arg(format!("LD_PRELOAD={}", lib().display()))
+            .args(["sh", "-c"])
             .arg(format!(
                 "\"$0\"; s=$?; echo '{DUMP}'; env -u LD_PRELOAD cat /proc/sysvipc/sem /proc/sysvipc/msg /proc/sysvipc/shm; exit $s"
             ))
@@ -208,8 +214,10 @@ pub fn through_lib(
     } else {
         Command::new(prog)
     };
-    c.env("LD_PRELOAD", lib())
-        .env("IPCNS_DIR", dir)
+    if !fresh {
+        c.env("LD_PRELOAD", lib());
+    }
+    c.env("IPCNS_DIR", dir)
         .env("IPCNS", name)
         .env_remove("IPCNS_FD")
         .env_remove("IPCNS_SHARED")
