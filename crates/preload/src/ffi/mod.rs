@@ -25,6 +25,7 @@
 mod ids;
 mod ns;
 mod open;
+mod stdio;
 
 use crate::next;
 use crate::{cred, msg, sem, shm, state};
