@@ -25,8 +25,13 @@ pub const NAMES: [&str; 12] = [
     "shmmni",
 ];
 
-/// One number of a `proc_dointvec` / `proc_doulongvec` write: optional
-/// white space, an optional minus, digits; `None` if malformed.
+/// The numbers of a `proc_dointvec` / `proc_doulongvec` write: white
+/// space separated, each an optional minus then digits in the base C's
+/// `strtoul(.., 0)` picks (kernel/sysctl.c proc_get_long ->
+/// strtoul_lenient, lib/kstrtox.c _parse_integer_fixup_radix: `0x` and a
+/// hex digit is hexadecimal, a leading `0` octal, else decimal; a
+/// character that is not a digit of that base before the separator is
+/// EINVAL); `None` if malformed.
 fn numbers(text: &str) -> Option<Vec<i128>> {
     let mut v = Vec::new();
     for w in text.split_whitespace() {
@@ -34,10 +39,25 @@ fn numbers(text: &str) -> Option<Vec<i128>> {
             Some(d) => (true, d),
             None => (false, w),
         };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 30 {
+        let b = digits.as_bytes();
+        let (radix, digits) = if b.len() > 2
+            && b[0] == b'0'
+            && (b[1] | 0x20) == b'x'
+            && b[2].is_ascii_hexdigit()
+        {
+            (16, &digits[2..])
+        } else if b.first() == Some(&b'0') {
+            (8, digits)
+        } else {
+            (10, digits)
+        };
+        if digits.is_empty()
+            || !digits.chars().all(|c| c.is_digit(radix))
+            || digits.len() > 30
+        {
             return None;
         }
-        let n: i128 = digits.parse().ok()?;
+        let n = i128::from_str_radix(digits, radix).ok()?;
         v.push(if neg { -n } else { n });
     }
     (!v.is_empty()).then_some(v)
@@ -159,5 +179,27 @@ impl Namespace {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbers;
+
+    /// The bases of the kernel's `strtoul(.., 0)`, as a write on the
+    /// kernel's /proc/sys/kernel/sem takes them (checked there: "250 32000
+    /// 32 0x10" sets semmni 16).
+    #[test]
+    fn bases_as_strtoul() {
+        assert_eq!(numbers("0x10"), Some(vec![16]));
+        assert_eq!(numbers("0X1f\n"), Some(vec![31]));
+        assert_eq!(numbers("010"), Some(vec![8]));
+        assert_eq!(numbers("0"), Some(vec![0]));
+        assert_eq!(numbers("-0x10 12\t3"), Some(vec![-16, 12, 3]));
+        assert_eq!(numbers("09"), None);
+        assert_eq!(numbers("0x"), None);
+        assert_eq!(numbers("0xg"), None);
+        assert_eq!(numbers("12a"), None);
+        assert_eq!(numbers(" \n"), None);
     }
 }

@@ -17,10 +17,14 @@
 //! - `state`: which namespace; `cred`: who is calling, cached;
 //! - `sem`, `msg`, `shm`: each call, with the kernel's order of copies;
 //! - `structs`: the `*ctl` structures as bytes;
+//! - `procfs`: `/proc/sysvipc/*` and the ipc sysctls as the namespace's
+//!   (the file calls in `ffi/open.rs`, the raw file work in `kfile`);
+//! - `unshare`: a fresh private namespace (`unshare`, `clone` with
+//!   CLONE_NEWIPC; the entries in `ffi/ns.rs`);
 //! - `once`: values published for good; `hot`: the words every call
 //!   reads, in one cache line.
 //!
-//! `unsafe` lives in `ffi`, `next`, `user` and `once` only, each file
+//! `unsafe` lives in `ffi`, `next`, `user`, `once` and `kfile` only, each file
 //! opening with its `# Safety` section.
 
 #![deny(unsafe_code)]
@@ -28,11 +32,14 @@
 mod cred;
 mod ffi;
 mod hot;
+mod kfile;
 mod msg;
 mod next;
 mod once;
+mod procfs;
 mod sem;
 mod shm;
 mod state;
 mod structs;
+mod unshare;
 mod user;

@@ -177,8 +177,38 @@ pub static CAPSET: Next = Next::new(c"capset");
 /// costs nothing more).
 pub fn resolve_all() {
     for n in [
-        &SYSCALL, &SETUID, &SETEUID, &SETREUID, &SETRESUID, &SETGID, &SETEGID, &SETREGID,
-        &SETRESGID, &SETGROUPS, &SETFSUID, &SETFSGID, &CAPSET,
+        &SYSCALL,
+        &SETUID,
+        &SETEUID,
+        &SETREUID,
+        &SETRESUID,
+        &SETGID,
+        &SETEGID,
+        &SETREGID,
+        &SETRESGID,
+        &SETGROUPS,
+        &SETFSUID,
+        &SETFSGID,
+        &CAPSET,
+        &OPEN,
+        &OPEN64,
+        &OPENAT,
+        &OPENAT64,
+        &OPEN_2,
+        &OPEN64_2,
+        &OPENAT_2,
+        &OPENAT64_2,
+        &FOPEN,
+        &FOPEN64,
+        &WRITE,
+        &DUP,
+        &DUP2,
+        &DUP3,
+        &FCNTL,
+        &FCNTL64,
+        &UNSHARE,
+        &PWRITE,
+        &PWRITE64,
     ] {
         n.get();
     }
@@ -297,3 +327,47 @@ pub fn dup_cloexec(fd: i32) -> Option<std::os::fd::OwnedFd> {
     // else owns or will close it.
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) })
 }
+
+/// The file calls interposed for the /proc emulation (`ffi/open.rs`).
+pub static OPEN: Next = Next::new(c"open");
+pub static OPEN64: Next = Next::new(c"open64");
+pub static OPENAT: Next = Next::new(c"openat");
+pub static OPENAT64: Next = Next::new(c"openat64");
+pub static OPEN_2: Next = Next::new(c"__open_2");
+pub static OPEN64_2: Next = Next::new(c"__open64_2");
+pub static OPENAT_2: Next = Next::new(c"__openat_2");
+pub static OPENAT64_2: Next = Next::new(c"__openat64_2");
+pub static FOPEN: Next = Next::new(c"fopen");
+pub static FOPEN64: Next = Next::new(c"fopen64");
+pub static WRITE: Next = Next::new(c"write");
+pub static PWRITE: Next = Next::new(c"pwrite");
+pub static PWRITE64: Next = Next::new(c"pwrite64");
+pub static DUP: Next = Next::new(c"dup");
+pub static DUP2: Next = Next::new(c"dup2");
+pub static DUP3: Next = Next::new(c"dup3");
+pub static FCNTL: Next = Next::new(c"fcntl");
+pub static FCNTL64: Next = Next::new(c"fcntl64");
+
+/// `setenv(key, value, 1)` (the C library's: not thread safe, see
+/// `unshare.rs`); a value with a NUL is not set.
+pub fn set_env(key: &str, value: &[u8]) {
+    let (Ok(k), Ok(v)) = (
+        std::ffi::CString::new(key),
+        std::ffi::CString::new(value.to_vec()),
+    ) else {
+        return;
+    };
+    // SAFETY: two NUL-terminated strings; setenv copies them.
+    unsafe { libc::setenv(k.as_ptr(), v.as_ptr(), 1) };
+}
+
+/// `unsetenv(key)`.
+pub fn unset_env(key: &str) {
+    let Ok(k) = std::ffi::CString::new(key) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated string.
+    unsafe { libc::unsetenv(k.as_ptr()) };
+}
+
+pub static UNSHARE: Next = Next::new(c"unshare");

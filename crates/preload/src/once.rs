@@ -10,9 +10,9 @@
 //!
 //! # Safety
 //! A non-null pointer in a `Published` comes from `Box::into_raw` and is
-//! never freed or replaced once the compare-and-swap stored it (the only
-//! store of a non-null value), so it is valid, immutable and shared for
-//! the rest of the process: handing out `&'static T` is sound (`T: Sync`
+//! never freed once stored (by the compare-and-swap, or by `replace`,
+//! which stores another leaked box and leaves the old one alive), so it is
+//! valid, immutable and shared for the rest of the process: handing out `&'static T` is sound (`T: Sync`
 //! for the sharing between threads). A box that lost the race was never
 //! seen by anyone else and is freed by its maker. A `Current` only ever
 //! holds null or a `&'static T` (its `set` takes nothing else), so it too
@@ -61,6 +61,19 @@ impl<T: Sync> Published<T> {
                 unsafe { &*other }
             }
         }
+    }
+}
+
+impl<T: Sync> Published<T> {
+    /// Publishes `v` in place of the value there (which stays alive for
+    /// good: references to it remain valid). For the rare switch of the
+    /// process's namespace (`unshare`).
+    pub fn replace(&self, v: T) -> &'static T {
+        let p = Box::into_raw(Box::new(v));
+        // Release: publishes the contents (pairs with `get`).
+        self.0.store(p, Ordering::Release);
+        // SAFETY: just stored, never freed (module doc).
+        unsafe { &*p }
     }
 }
 

@@ -143,3 +143,10 @@ fn from_fd() -> Option<Namespace> {
 pub fn forked() {
     BUSY.store(0, Ordering::Release);
 }
+
+/// Makes `ns` the process's namespace from now on (`unshare`). The one it
+/// replaces stays mapped for good: a call running on another thread keeps
+/// a valid reference and finishes there.
+pub fn switch(ns: Namespace) -> &'static Namespace {
+    NS.replace(ns)
+}

@@ -32,6 +32,7 @@ const PAGE_SHIFT: u32 = 12;
 pub(crate) struct ShmKind;
 
 pub mod attach;
+mod huge;
 
 /// Maps segment `serial` (`size` bytes) for shmat: read-only or not,
 /// executable or not, at `addr` (0: anywhere), replacing what is there
@@ -149,10 +150,11 @@ impl Namespace {
             Some(t) if t <= lim.shmall.load(Relaxed) => {}
             _ => return Err(Errno::ENOSPC),
         }
-        // SHM_HUGETLB: ipcns has no huge page pool; Linux answers ENOMEM
-        // when its pool cannot reserve the pages.
+        // SHM_HUGETLB: ipcns has no huge page pool: the kernel's checks
+        // (size encoding EINVAL, permission EPERM), then ENOMEM as when
+        // its pool cannot reserve the pages (`huge.rs`).
         if shmflg & abi::SHM_HUGETLB != 0 {
-            return Err(Errno::ENOMEM);
+            return Err(huge::refuse(cred, shmflg));
         }
         // shmem_kernel_file_setup accounts the memory unless SHM_NORESERVE
         // (security_vm_enough_memory): refuse what Linux would refuse here.

@@ -23,6 +23,9 @@
 #![allow(unsafe_code)]
 
 mod ids;
+mod ns;
+mod open;
+mod stdio;
 
 use crate::next;
 use crate::{cred, msg, sem, shm, state};
@@ -194,6 +197,18 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_shmat => guard(|| shm::shmat(a as i32, b as usize, c as i32)),
         libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
         libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
+        libc::SYS_unshare | libc::SYS_clone | libc::SYS_clone3 => {
+            if let Some(r) = ns::syscall_ns(n, [a, b, c, d, e, f]) {
+                return r;
+            }
+            // SAFETY: the program's own system call, forwarded unchanged.
+            return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+        }
+        libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 => {
+            // SAFETY: the program's own system call, forwarded unchanged.
+            let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            return open::syscall_after(n, a, b, c, r);
+        }
         _ => {
             // SAFETY: the program's own system call, forwarded unchanged.
             let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };

@@ -113,3 +113,51 @@ fn credentials() {
     }
     differential("creds", "creds", true);
 }
+
+/// unshare(CLONE_NEWIPC), its `syscall` form and a fork-like
+/// `syscall(SYS_clone, CLONE_NEWIPC | SIGCHLD, 0...)`: a fresh namespace
+/// (old keys ENOENT, ids from 0, /proc/sysvipc the new one's), kept
+/// across exec, the clone's parent keeping its own. The kernel's side
+/// needs root (CAP_SYS_ADMIN); the library's does not.
+#[test]
+fn unshare_ipc() {
+    differential("unshare", "unshare", false);
+}
+
+/// `/proc/sysvipc/*` and the ipc sysctls through open, open64, openat
+/// (relative to /proc and /proc/sys/kernel), the syscall() forms (openat2
+/// too), write(2) with EINVAL and EFAULT, writes at a later offset ignored,
+/// duplicates (dup, dup2, F_DUPFD), the limits taking effect, and stdio
+/// (fopen for writing: the error at fclose).
+#[test]
+fn proc_files() {
+    differential("procfs", "procfs", false);
+}
+
+/// SHM_HUGETLB's errnos where the kernel has no huge pages configured
+/// (this machine and CI: HugePages_Total 0): EINVAL, EPERM, ENOMEM in the
+/// kernel's order. Needs root (setresuid); with huge pages configured the
+/// kernel would grant them and the outputs would differ: skipped then.
+#[test]
+fn hugetlb_refused() {
+    if !is_root() {
+        skip("hugetlb_refused", "setresuid needs root");
+        return;
+    }
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("HugePages_Total:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    if total != 0 {
+        skip(
+            "hugetlb_refused",
+            "the kernel has huge pages configured (HugePages_Total != 0)",
+        );
+        return;
+    }
+    differential("hugetlb", "hugetlb", true);
+}

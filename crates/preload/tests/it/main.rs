@@ -16,4 +16,5 @@
 
 mod compare;
 mod namespace;
+mod procfs;
 mod support;

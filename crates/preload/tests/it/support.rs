@@ -188,7 +188,8 @@ pub const DUMP: &str = "@@ /proc/sysvipc after the run";
 /// The program through the library on namespace `name` in `dir`
 /// (`LD_PRELOAD`, `IPCNS_DIR`, `IPCNS`, and `env`). With `fresh`, inside
 /// `unshare --ipc`, followed by [`DUMP`] and the three /proc/sysvipc files
-/// of that IPC namespace.
+/// of that IPC namespace (read without the library, which would show its
+/// own).
 pub fn through_lib(
     prog: &Path,
     dir: &Path,
@@ -197,18 +198,26 @@ pub fn through_lib(
     fresh: bool,
 ) -> Output {
     let mut c = if fresh {
+        // The library is preloaded inside the new IPC namespace only: in
+        // `unshare` itself it would serve the unshare (a fresh ipcns
+        // namespace, the kernel's left as it was).
         let mut c = Command::new("unshare");
-        c.args(["--ipc", "sh", "-c"])
+        c.arg("--ipc")
+            .arg("env")
+            .arg(format!("LD_PRELOAD={}", lib().display()))
+            .args(["sh", "-c"])
             .arg(format!(
-                "\"$0\"; s=$?; echo '{DUMP}'; cat /proc/sysvipc/sem /proc/sysvipc/msg /proc/sysvipc/shm; exit $s"
+                "\"$0\"; s=$?; echo '{DUMP}'; env -u LD_PRELOAD cat /proc/sysvipc/sem /proc/sysvipc/msg /proc/sysvipc/shm; exit $s"
             ))
             .arg(prog);
         c
     } else {
         Command::new(prog)
     };
-    c.env("LD_PRELOAD", lib())
-        .env("IPCNS_DIR", dir)
+    if !fresh {
+        c.env("LD_PRELOAD", lib());
+    }
+    c.env("IPCNS_DIR", dir)
         .env("IPCNS", name)
         .env_remove("IPCNS_FD")
         .env_remove("IPCNS_SHARED")

@@ -1,0 +1,153 @@
+//! The raw file calls the /proc emulation makes (`procfs/`): a memfd
+//! filled with a text, reopened with the access mode the caller asked
+//! for, its inode, its offset, and the path a directory descriptor names.
+//! All raw system calls (`next::raw`): none goes through an interposable
+//! symbol, ours included.
+//!
+//! # Safety
+//! Every call passes integers, or pointers to buffers owned by the
+//! function for the duration of the call with their true lengths, or
+//! NUL-terminated strings built here.
+#![allow(unsafe_code)]
+
+use crate::next::{raw, result};
+use core::ffi::c_long;
+
+/// A new memfd (close-on-exec) holding `text`, its offset at 0.
+pub fn memfd_with(text: &[u8]) -> Result<i32, i32> {
+    let name = c"ipcns-proc";
+    // SAFETY: a NUL-terminated name and integer flags.
+    let fd = result(unsafe {
+        raw(
+            libc::SYS_memfd_create,
+            [
+                name.as_ptr() as c_long,
+                libc::MFD_CLOEXEC as c_long,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    })? as i32;
+    let mut done = 0;
+    while done < text.len() {
+        let rest = &text[done..];
+        // SAFETY: writes `rest.len()` bytes of a live buffer.
+        match result(unsafe {
+            raw(
+                libc::SYS_write,
+                [
+                    fd as c_long,
+                    rest.as_ptr() as c_long,
+                    rest.len() as c_long,
+                    0,
+                    0,
+                    0,
+                ],
+            )
+        }) {
+            Ok(n) if n > 0 => done += n as usize,
+            Ok(_) => {
+                close(fd);
+                return Err(libc::EIO);
+            }
+            Err(libc::EINTR) => {}
+            Err(e) => {
+                close(fd);
+                return Err(e);
+            }
+        }
+    }
+    // SAFETY: integers only.
+    if let Err(e) = result(unsafe { raw(libc::SYS_lseek, [fd as c_long, 0, 0, 0, 0, 0]) }) {
+        close(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// A new open file description on `fd`'s file with `flags` (the access
+/// mode the caller asked for): `open("/proc/self/fd/N", flags)`.
+pub fn reopen(fd: i32, flags: i32) -> Result<i32, i32> {
+    let path = format!("/proc/self/fd/{fd}\0");
+    // SAFETY: a NUL-terminated path of ours and integer flags.
+    result(unsafe {
+        raw(
+            libc::SYS_openat,
+            [
+                libc::AT_FDCWD as c_long,
+                path.as_ptr() as c_long,
+                flags as c_long,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(|r| r as i32)
+}
+
+/// `close(fd)`, its result ignored.
+pub fn close(fd: i32) {
+    // SAFETY: an integer only.
+    let _ = unsafe { raw(libc::SYS_close, [fd as c_long, 0, 0, 0, 0, 0]) };
+}
+
+/// The inode number of the file open on `fd`.
+pub fn ino(fd: i32) -> Option<u64> {
+    let mut st = core::mem::MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: fstat writes one `struct stat` into our buffer of that size.
+    result(unsafe {
+        raw(
+            libc::SYS_fstat,
+            [fd as c_long, st.as_mut_ptr() as c_long, 0, 0, 0, 0],
+        )
+    })
+    .ok()?;
+    // SAFETY: zero-initialised, then filled by the kernel.
+    Some(unsafe { st.assume_init() }.st_ino)
+}
+
+/// `fd`'s file offset.
+pub fn offset(fd: i32) -> Result<i64, i32> {
+    // SAFETY: integers only (SEEK_CUR = 1).
+    result(unsafe { raw(libc::SYS_lseek, [fd as c_long, 0, 1, 0, 0, 0]) })
+}
+
+/// The path a directory descriptor names (`AT_FDCWD`: the working
+/// directory), as `/proc/self/fd/N` or `getcwd` give it.
+pub fn dir_path(dirfd: i32) -> Option<Vec<u8>> {
+    let mut buf = [0u8; 256];
+    let n = if dirfd == libc::AT_FDCWD {
+        // SAFETY: getcwd writes at most `buf.len()` bytes into our buffer.
+        let n = result(unsafe {
+            raw(
+                libc::SYS_getcwd,
+                [buf.as_mut_ptr() as c_long, buf.len() as c_long, 0, 0, 0, 0],
+            )
+        })
+        .ok()? as usize;
+        // getcwd's length counts the NUL.
+        n.saturating_sub(1)
+    } else {
+        let link = format!("/proc/self/fd/{dirfd}\0");
+        // SAFETY: a NUL-terminated path of ours; readlink writes at most
+        // `buf.len()` bytes into our buffer.
+        result(unsafe {
+            raw(
+                libc::SYS_readlinkat,
+                [
+                    libc::AT_FDCWD as c_long,
+                    link.as_ptr() as c_long,
+                    buf.as_mut_ptr() as c_long,
+                    buf.len() as c_long,
+                    0,
+                    0,
+                ],
+            )
+        })
+        .ok()? as usize
+    };
+    (n < buf.len()).then(|| buf[..n].to_vec())
+}

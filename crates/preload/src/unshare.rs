@@ -1,0 +1,57 @@
+//! `unshare(CLONE_NEWIPC)` and fork-like `clone`/`clone3` with
+//! CLONE_NEWIPC, without privileges: the process (or the child) gets a
+//! fresh private namespace, as the kernel's `create_ipc_ns` gives one.
+//!
+//! The new arena is created beside the current one (or in `$IPCNS_DIR`,
+//! default `/dev/shm/ipcns-UID`) as `ipcns.unshare-PID-RANDOM`, mode 0600,
+//! and published as the process's namespace (`state::switch`; the old one
+//! stays mapped, so a call in flight on another thread ends there). The
+//! environment is updated (`IPCNS_DIR`, `IPCNS`; `IPCNS_FD` removed) so
+//! that exec'd programs stay in it; forked children inherit it with the
+//! memory. `setenv` is not thread safe: a thread reading the environment
+//! meanwhile may see it torn, as with any `setenv` (glibc's rule).
+//!
+//! The kernel applies the caller's SEM_UNDO adjustments of the old
+//! namespace at unshare (ipc/namespace.c, kernel/fork.c ksys_unshare:
+//! `exit_sem(current)`); so does this (`exit_process`). Its shm
+//! attachments stay mapped and counted in the old namespace.
+//!
+//! Nobody removes the arena when its last process is gone (the kernel
+//! frees the namespace then): `ipcns ns remove unshare-PID-RANDOM` does.
+
+use crate::state;
+use ipcns_core::{CreateOptions, Namespace, namespace};
+use std::path::PathBuf;
+
+/// Switches the calling process to a new private namespace. `in_child`:
+/// called in a clone child, whose undo entries are the parent's (not
+/// applied).
+pub fn new_namespace(in_child: bool) -> Result<(), i32> {
+    let old = state::opened();
+    let dir: PathBuf = match old.and_then(|ns| ns.path().parent().map(|p| p.to_path_buf())) {
+        Some(d) => d,
+        None => namespace::dir().map_err(|_| libc::ENOMEM)?,
+    };
+    let pid = ipcns_core::sys::process::getpid();
+    let mut r = [0u8; 4];
+    let _ = ipcns_core::sys::process::getrandom(&mut r, 0);
+    let name = format!("unshare-{pid}-{:08x}", u32::from_ne_bytes(r));
+    let path = dir.join(format!("ipcns.{name}"));
+    // ipc/namespace.c create_ipc_ns: ENOMEM when it cannot be made.
+    let ns = Namespace::create_at(
+        &path,
+        CreateOptions {
+            mode: 0o600,
+            ..CreateOptions::default()
+        },
+    )
+    .map_err(|_| libc::ENOMEM)?;
+    if let (Some(old), false) = (old, in_child) {
+        let _ = old.exit_process();
+    }
+    state::switch(ns);
+    crate::next::set_env("IPCNS_DIR", dir.as_os_str().as_encoded_bytes());
+    crate::next::set_env("IPCNS", name.as_bytes());
+    crate::next::unset_env("IPCNS_FD");
+    Ok(())
+}
