@@ -5,11 +5,9 @@
 //! removal fails as util-linux says.
 //!
 //! ipcs and lsipc list objects by reading /proc/sysvipc/* and the limits
-//! from /proc/sys/kernel. Under ipcns those reads must go through the
-//! library to show the namespace; until the library serves them (checked
-//! by reading /proc/sysvipc/shm under `ipcns run`), the listing checks
-//! are reported as PENDING in ipcns mode instead of run.
-//! `IPCNS_REAL_PROC=1` makes them mandatory.
+//! from /proc/sys/kernel. Under ipcns those reads go through the library,
+//! which serves them from the namespace (checked first by reading
+//! /proc/sysvipc/shm under `ipcns run`).
 
 use crate::harness::{self, Mode};
 use crate::ipcs::{Row, Tables};
@@ -76,18 +74,12 @@ fn scenario(m: &Mode, _: &()) -> String {
     assert_eq!((r.perms.as_str(), r.num(0)), ("660", 4));
     assert_eq!((t.segments.len(), t.queues.len(), t.sets.len()), (2, 1, 1));
 
-    let listed = if m.is_ipcns() && !proc_served(m, shm) {
-        let why = "the library does not serve /proc/sysvipc yet: util-linux ipcs and lsipc \
-                   under ipcns run were not checked";
-        if std::env::var("IPCNS_REAL_PROC").as_deref() == Ok("1") {
-            panic!("util_linux [ipcns]: IPCNS_REAL_PROC=1 but {why}");
-        }
-        harness::say(&format!("PENDING util_linux [ipcns]: {why}"));
-        "ipcs/lsipc PENDING (/proc not served)"
-    } else {
-        listing(m, &t, shm, q, sem);
-        "ipcs, ipcs -i, lsipc, lsipc -g agree"
-    };
+    assert!(
+        !m.is_ipcns() || proc_served(m, shm),
+        "util_linux [ipcns]: /proc/sysvipc/shm under ipcns run does not show the namespace"
+    );
+    listing(m, &t, shm, q, sem);
+    let listed = "ipcs, ipcs -i, lsipc, lsipc -g agree";
 
     // Removal by id, then by key; a second removal fails as util-linux says.
     let ids = [shm.to_string(), q.to_string(), sem.to_string()];
