@@ -211,16 +211,31 @@ fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<(u32, bool), Errno> {
         Some(i) => i as u32,
         None => grow(a)?,
     };
+    take(a, i, pid, start, LIVE)?;
+    Ok((i, false))
+}
+
+/// Makes free record `i` (pid, start time, this image, no entries) in
+/// `state`, written last, and counts it. Procs lock held.
+fn take(a: &Arena, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Errno> {
     let r = record(a, i)?;
     r.pid.store(pid, Relaxed);
     r.start.store(start, Relaxed);
     r.undos.store(0, Relaxed);
     r.attaches.store(0, Relaxed);
     r.image.store(image(), Relaxed);
-    r.state.store(LIVE, Relaxed);
+    r.state.store(state, Relaxed);
     let p = procs(a);
     p.len.store(p.len.load(Relaxed).saturating_add(1), Relaxed);
-    Ok((i, false))
+    Ok(r)
+}
+
+/// Frees record `r` and uncounts it. Procs lock held.
+fn release(a: &Arena, r: &Proc) {
+    r.spare[0].store(0, Relaxed);
+    r.state.store(FREE, Relaxed);
+    let p = procs(a);
+    p.len.store(p.len.load(Relaxed).saturating_sub(1), Relaxed);
 }
 
 /// Doubles the table (copying the records; indices stay); the first new
@@ -303,17 +318,12 @@ pub fn make_unborn(a: &Arena, parent: u32) -> Result<(u32, u64), Errno> {
         Some(i) => i as u32,
         None => grow(a)?,
     };
+    // The nonce and time before the state: a record is read as UNBORN
+    // only under this lock, which orders them anyway.
     let r = record(a, i)?;
-    r.pid.store(pid, Relaxed);
-    r.start.store(start, Relaxed);
-    r.undos.store(0, Relaxed);
-    r.attaches.store(0, Relaxed);
-    r.image.store(image(), Relaxed);
     r.spare[0].store(nonce, Relaxed);
     r.spare[1].store(lock::monotonic_ns(), Relaxed);
-    r.state.store(UNBORN, Relaxed);
-    let p = procs(a);
-    p.len.store(p.len.load(Relaxed).saturating_add(1), Relaxed);
+    take(a, i, pid, start, UNBORN)?;
     Ok((i, nonce))
 }
 
@@ -387,10 +397,7 @@ pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
     if r.attaches.load(Relaxed) != 0 {
         return Ok(());
     }
-    r.spare[0].store(0, Relaxed);
-    r.state.store(FREE, Relaxed);
-    let p = procs(a);
-    p.len.store(p.len.load(Relaxed).saturating_sub(1), Relaxed);
+    release(a, r);
     Ok(())
 }
 
@@ -503,8 +510,6 @@ fn finish(a: &Arena, idx: u32, pid: i32, mapped: bool) -> Result<(), Errno> {
         // Still mapped: the record stays for its attachments.
         return Ok(());
     }
-    r.state.store(FREE, Relaxed);
-    let p = procs(a);
-    p.len.store(p.len.load(Relaxed).saturating_sub(1), Relaxed);
+    release(a, r);
     Ok(())
 }

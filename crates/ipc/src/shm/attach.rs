@@ -236,11 +236,12 @@ pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
 /// dropped before it could claim it.
 pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
     let ppid = crate::lock::parent_pid();
-    if counted(a, parent, ppid)?.is_empty() {
+    let entries = counted(a, parent, ppid)?;
+    if entries.is_empty() {
         return Ok(());
     }
     let me = proc::me(a)?;
-    copy_counted(a, parent, ppid, me, ppid)
+    count_copies(a, entries, me, ppid)
 }
 
 /// In a process about to fork: makes the child's record now, with every
@@ -251,11 +252,12 @@ pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
 /// ([`proc::claim_unborn`]), or None when there is nothing to inherit.
 pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
     let pid = crate::sys::process::getpid();
-    if counted(a, parent, pid)?.is_empty() {
+    let entries = counted(a, parent, pid)?;
+    if entries.is_empty() {
         return Ok(None);
     }
     let (child, nonce) = proc::make_unborn(a, parent)?;
-    if let Err(e) = copy_counted(a, parent, pid, child, pid) {
+    if let Err(e) = count_copies(a, entries, child, pid) {
         let _ = proc::release_unborn(a, child, nonce);
         return Err(e);
     }
@@ -287,10 +289,15 @@ fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<(u64, u64, u32, u64)>
         .collect())
 }
 
-/// Copies the counted attachments of record `from` (process `owner`'s) to
-/// record `to`, each counted, with `lpid` as the last operator.
-fn copy_counted(a: &Arena, from: u32, owner: i32, to: u32, lpid: i32) -> SysResult<()> {
-    for (addr, size, idx, generation) in counted(a, from, owner)? {
+/// Adds `entries` (from [`counted`]) to record `to`, each counted, with
+/// `lpid` as the last operator.
+fn count_copies(
+    a: &Arena,
+    entries: Vec<(u64, u64, u32, u64)>,
+    to: u32,
+    lpid: i32,
+) -> SysResult<()> {
+    for (addr, size, idx, generation) in entries {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;
         };
