@@ -168,11 +168,14 @@ fn a_terminals_interrupt_reaches_the_program_and_not_ipcns_run() {
     // signal and exits with that. (ipcns run does not forward the
     // terminal's signal again, but two SIGINTs pending at once merge, so
     // this cannot tell: the rule is a unit test of the command.)
-    // (script's shell reads the command line: the program is quoted.)
+    // (script's shell reads the command line: the program is quoted, and
+    // the shell execs ipcns run, since a shell left waiting would be killed
+    // by the ^C itself: script runs $SHELL or /bin/sh, and dash does not
+    // exec the last command of `-c` by itself.)
     let program = "n=0; trap \"n=\\$((n+1))\" INT; echo ready; \
                    i=0; while [ $n -eq 0 ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; \
                    sleep 0.5; exit $((40+n))";
-    let inner = format!("{} run -- sh -c '{program}'", env!("CARGO_BIN_EXE_ipcns"));
+    let inner = format!("exec {} run -- sh -c '{program}'", env!("CARGO_BIN_EXE_ipcns"));
     let spawned = Command::new("script")
         .args(["-qfec", &inner, "/dev/null"])
         .env("IPCNS_DIR", r.path())
