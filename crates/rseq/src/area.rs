@@ -41,6 +41,7 @@ use crate::abi::{self, Rseq};
 use crate::mode::Mode;
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::OnceLock;
 
 /// `AREA` value: this thread has no usable area (fallback operations).
@@ -125,9 +126,30 @@ pub(crate) fn process() -> &'static Process {
     P.get_or_init(detect)
 }
 
+/// `__rseq_offset` once the process is known to use glibc's areas
+/// ([`Mode::Glibc`]); [`NOT_GLIBC`] before that or in another mode. With
+/// it, a thread's area is found from the thread pointer alone: in a shared
+/// object a thread-local costs a `__tls_get_addr` call on every operation.
+static GLIBC_OFFSET: AtomicIsize = AtomicIsize::new(NOT_GLIBC);
+const NOT_GLIBC: isize = isize::MIN;
+
+/// The calling thread's area in [`Mode::Glibc`] (`Some(None)`: glibc did
+/// not register one for this thread, or has unregistered it); `None` when
+/// the process is not known to be in that mode.
+#[inline(always)]
+fn glibc_area() -> Option<Option<*mut Rseq>> {
+    match GLIBC_OFFSET.load(Ordering::Relaxed) {
+        NOT_GLIBC => None,
+        off => Some(glibc_thread_area(off)),
+    }
+}
+
 /// The calling thread's registered area, or `None` for the fallback.
 #[inline(always)]
 pub(crate) fn thread_area() -> Option<*mut Rseq> {
+    if let Some(a) = glibc_area() {
+        return a;
+    }
     let a = AREA.with(Cell::get);
     if a > LAST_SENTINEL {
         Some(a as *mut Rseq)
@@ -144,6 +166,9 @@ pub(crate) fn thread_area() -> Option<*mut Rseq> {
 /// leave everything else to [`thread_area`] on their slow path.
 #[inline(always)]
 pub(crate) fn cached_area() -> Option<*mut Rseq> {
+    if let Some(a) = glibc_area() {
+        return a;
+    }
     let a = AREA.with(Cell::get);
     (a > LAST_SENTINEL).then_some(a as *mut Rseq)
 }
@@ -194,6 +219,9 @@ fn detect() -> Process {
         p.mode = Mode::Glibc;
         p.glibc_offset = offset;
         p.registered_size = size;
+        if offset != NOT_GLIBC {
+            GLIBC_OFFSET.store(offset, Ordering::Relaxed);
+        }
         return p;
     }
     match register_own(&p) {
@@ -239,6 +267,7 @@ fn thread_pointer() -> usize {
     tp
 }
 
+#[inline(always)]
 fn glibc_thread_area(offset: isize) -> Option<*mut Rseq> {
     let area = thread_pointer().wrapping_add_signed(offset) as *mut Rseq;
     // SAFETY: glibc registered this area for the current thread at

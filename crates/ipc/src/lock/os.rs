@@ -39,14 +39,125 @@ thread_local! {
 
 /// This thread's identity as a lock word names it (tag << 32 | tid), found
 /// once per thread (and again in a forked child, whose tid differs).
+///
+/// Looked up in [`IDS`] by thread pointer, not in a thread-local: in a
+/// shared object (libipcns.so) a thread-local costs a `__tls_get_addr`
+/// call, and every lock and unlock asks for the identity.
 #[inline]
 fn me() -> u64 {
     let generation = FORKS.load(core::sync::atomic::Ordering::Relaxed) + 1;
-    let (g, who) = ME.with(Cell::get);
-    if g == generation {
-        return who;
+    let tp = sys::process::thread_pointer();
+    match ids::find(tp, generation) {
+        Some(who) => who,
+        None => me_slow(tp, generation),
     }
-    identify(generation)
+}
+
+#[cold]
+#[inline(never)]
+fn me_slow(tp: usize, generation: u64) -> u64 {
+    let (g, who) = ME.with(Cell::get);
+    let who = if g == generation {
+        who
+    } else {
+        identify(generation)
+    };
+    ids::enter(tp, generation, who);
+    who
+}
+
+/// Thread identities by thread pointer: a table of entries each owned by
+/// one live thread, cleared by that thread's exit (a thread-local
+/// destructor), so a later thread given the same control block never finds
+/// its predecessor's identity. Entries of the fork generation before the
+/// current one are stale (their threads are not in this process) and may
+/// be taken. A thread whose entry is taken by another live thread uses the
+/// thread-local alone.
+mod ids {
+    use core::cell::Cell;
+    use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    use core::sync::atomic::{AtomicU64, AtomicUsize, fence};
+
+    /// One thread's identity: a small seqlock (`key` the thread pointer;
+    /// 0 free, [`BUSY`] being written).
+    ///
+    /// # Layout
+    /// 32 bytes: `key` @0, `generation` @8, `who` @16.
+    #[repr(C, align(32))]
+    struct Entry {
+        key: AtomicUsize,
+        generation: AtomicU64,
+        who: AtomicU64,
+    }
+
+    const BUSY: usize = 1;
+    const N: usize = 256;
+    static IDS: [Entry; N] = [const {
+        Entry {
+            key: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            who: AtomicU64::new(0),
+        }
+    }; N];
+
+    const _: () = assert!(core::mem::size_of::<Entry>() == 32);
+
+    #[inline(always)]
+    fn entry(tp: usize) -> &'static Entry {
+        &IDS[(tp.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) % N]
+    }
+
+    /// The identity recorded for `tp` in `generation`.
+    #[inline(always)]
+    pub(super) fn find(tp: usize, generation: u64) -> Option<u64> {
+        let e = entry(tp);
+        // Acquire, then the fence before the second look: pairs with the
+        // writer's Release (a torn read shows as a changed key).
+        if e.key.load(Acquire) != tp {
+            return None;
+        }
+        let (g, who) = (e.generation.load(Relaxed), e.who.load(Relaxed));
+        fence(Acquire);
+        (e.key.load(Relaxed) == tp && g == generation).then_some(who)
+    }
+
+    /// Records `who` for `tp` if its entry is free, this thread's own, or
+    /// stale; arranges for it to be cleared when the thread exits.
+    pub(super) fn enter(tp: usize, generation: u64, who: u64) {
+        if tp <= BUSY {
+            return;
+        }
+        // The exit hook first: a thread whose thread-locals are gone (it
+        // is exiting) records nothing.
+        if EXIT.try_with(|x| x.0.set(tp)).is_err() {
+            return;
+        }
+        let e = entry(tp);
+        let k = e.key.load(Acquire);
+        let takeable = k == 0 || k == tp || (k != BUSY && e.generation.load(Relaxed) != generation);
+        if !takeable || e.key.compare_exchange(k, BUSY, Acquire, Relaxed).is_err() {
+            return;
+        }
+        e.generation.store(generation, Relaxed);
+        e.who.store(who, Relaxed);
+        e.key.store(tp, Release);
+    }
+
+    /// Clears the exiting thread's entry (if it is still its own).
+    struct Exit(Cell<usize>);
+
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            let tp = self.0.get();
+            if tp > BUSY {
+                let _ = entry(tp).key.compare_exchange(tp, 0, Release, Relaxed);
+            }
+        }
+    }
+
+    thread_local! {
+        static EXIT: Exit = const { Exit(Cell::new(0)) };
+    }
 }
 
 #[cold]

@@ -239,3 +239,40 @@ fn contention_counts_exactly() {
     }
     assert_eq!(n.load(Ordering::Relaxed), 80_000);
 }
+
+#[test]
+fn a_thread_never_takes_an_exited_threads_identity() {
+    // glibc hands an exited thread's stack and control block (so its
+    // thread pointer) to the next thread it creates: the identity cache
+    // keyed by thread pointer must give each thread its own tid, and the
+    // fork child its own.
+    let mine = |_| {
+        let me = RealOs.me();
+        assert_eq!(
+            (me & super::TID_MASK) as i32,
+            crate::sys::process::gettid(),
+            "identity {me:#x}"
+        );
+        assert_eq!(RealOs.liveness(me), Liveness::Alive);
+        me
+    };
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..200 {
+        let who = std::thread::spawn(move || mine(i)).join().unwrap();
+        assert!(seen.insert(who), "identity {who:#x} given twice");
+    }
+    let before = mine(0);
+    let page = SharedPage::new();
+    let flag = page.flag();
+    let pid = fork(|| {
+        let me = RealOs.me();
+        let ok = me != before
+            && (me & super::TID_MASK) as i32 == crate::sys::process::gettid()
+            && std::thread::spawn(|| RealOs.me())
+                .join()
+                .is_ok_and(|t| t != me);
+        flag.store(1 + u32::from(ok), Ordering::Relaxed);
+    });
+    reap(pid);
+    assert_eq!(flag.load(Ordering::Relaxed), 2, "the fork child's identity");
+}

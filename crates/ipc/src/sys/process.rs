@@ -78,3 +78,26 @@ mod tests {
         sched_yield();
     }
 }
+
+/// The calling thread's thread pointer: the address of its control block,
+/// which no two live threads share (x86-64: the self pointer glibc keeps
+/// at `%fs:0`; aarch64: `tpidr_el0`).
+#[inline(always)]
+pub fn thread_pointer() -> usize {
+    let tp: usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: reads the TCB's self pointer at offset 0 of the thread's TLS
+    // block, which every thread running C library code has (x86-64 TLS
+    // ABI, variant II).
+    unsafe {
+        core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
+            options(nostack, readonly, preserves_flags, pure));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: reads a register.
+    unsafe {
+        core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp,
+            options(nomem, nostack, preserves_flags, pure));
+    }
+    tp
+}
