@@ -56,29 +56,6 @@ pub fn sched_yield() {
     let _ = unsafe { syscall0(libc::SYS_sched_yield) };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_and_signals() {
-        // SAFETY: these take nothing and cannot fail.
-        let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-        assert_eq!((getpid(), getppid()), (pid, ppid));
-        let tid = gettid();
-        assert!(tid > 0);
-        assert_eq!(tgkill(pid, tid, 0), Ok(()));
-        assert_eq!(kill(pid, 0), Ok(()));
-        // A thread id that is not one of ours.
-        let other = std::thread::spawn(gettid).join().unwrap();
-        assert_ne!(other, tid);
-        assert_eq!(tgkill(pid, -1, 0), Err(Errno::EINVAL));
-        let mut b = [0u8; 16];
-        assert_eq!(getrandom(&mut b, libc::GRND_NONBLOCK), Ok(16));
-        sched_yield();
-    }
-}
-
 /// The calling thread's thread pointer: the address of its control block,
 /// which no two live threads share (x86-64: the self pointer glibc keeps
 /// at `%fs:0`; aarch64: `tpidr_el0`).
@@ -100,4 +77,27 @@ pub fn thread_pointer() -> usize {
             options(nomem, nostack, preserves_flags, pure));
     }
     tp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_signals() {
+        // SAFETY: these take nothing and cannot fail.
+        let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+        assert_eq!((getpid(), getppid()), (pid, ppid));
+        let tid = gettid();
+        assert!(tid > 0);
+        assert_eq!(tgkill(pid, tid, 0), Ok(()));
+        assert_eq!(kill(pid, 0), Ok(()));
+        // A thread id that is not one of ours.
+        let other = std::thread::spawn(gettid).join().unwrap();
+        assert_ne!(other, tid);
+        assert_eq!(tgkill(pid, -1, 0), Err(Errno::EINVAL));
+        let mut b = [0u8; 16];
+        assert_eq!(getrandom(&mut b, libc::GRND_NONBLOCK), Ok(16));
+        sched_yield();
+    }
 }
