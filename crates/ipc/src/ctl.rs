@@ -10,7 +10,8 @@ use crate::lock::Guard;
 use crate::object::{Head, Slot};
 use crate::perm::{self, S_IRUGO, S_IRWXUGO};
 use crate::registry::{self, Kind, Reg, lock_object, obtain, still_valid};
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{Relaxed, Release};
+use core::sync::atomic::fence;
 
 /// `kernel_to_ipc64_perm`, ids shown as the caller's namespace sees them.
 pub fn perm_out(cred: &Cred, h: &Head) -> abi::ipc64_perm {
@@ -87,11 +88,17 @@ pub fn update_perm(cred: &Cred, h: &Head, p: &abi::ipc64_perm) -> SysResult<()> 
     let (Some(uid), Some(gid)) = (uid, gid) else {
         return Err(Errno::EINVAL);
     };
+    // Odd while the three change (`Head::perm_seq`); `| 1` also mends
+    // one left odd by a holder that died here.
+    let ps = h.perm_seq.load(Relaxed) | 1;
+    h.perm_seq.store(ps, Relaxed);
+    fence(Release);
     h.uid.store(uid, Relaxed);
     h.gid.store(gid, Relaxed);
     let mode = h.mode.load(Relaxed);
     h.mode
         .store((mode & !S_IRWXUGO) | (p.mode & S_IRWXUGO), Relaxed);
+    h.perm_seq.store(ps.wrapping_add(1), Release);
     Ok(())
 }
 
@@ -122,15 +129,20 @@ pub fn info_maxidx(reg: &Reg<'_>) -> i32 {
 /// Lock state: the registry lock held. That is enough: the perm fields
 /// change only under it (IPC_SET) and the sizes `more_checks` reads never
 /// change, so the object lock is not taken.
+///
+/// The key is remembered for lookups without the lock (`recent.rs`).
 pub fn existing<K: Kind>(
     a: &Arena,
     cred: &Cred,
+    key: i32,
     idx: u32,
     flg: i32,
     more_checks: impl FnOnce(&K::Slot) -> SysResult<()>,
 ) -> SysResult<i32> {
     // find_key checked the index is in use with a live object.
     let s = registry::slot::<K>(a, idx)?;
+    a.recent()
+        .remember(K::MECH, key, idx, s.head().generation.load(Relaxed));
     more_checks(s)?;
     perm::ipcperms(cred, s.head(), flg)?;
     Ok(a.layout().make_id(s.head().seq.load(Relaxed), idx))

@@ -38,6 +38,7 @@ not_loom! {
     pub mod namespace;
     mod object;
     mod perm;
+    mod recent;
     mod proc;
     mod procfs;
     #[doc(hidden)]

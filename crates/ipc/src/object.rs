@@ -26,7 +26,7 @@ pub const DELETING: u32 = 3;
 /// # Layout
 /// 96 bytes: `lock` @0, `generation` @24, `state` @32, `seq` @36, `key` @40,
 /// `uid` @44, `gid` @48, `cuid` @52, `cgid` @56, `mode` @60, `ctime` @64,
-/// `spare` @72.
+/// `perm_seq` @72, `spare` @80.
 #[repr(C, align(8))]
 pub struct Head {
     pub lock: Lock,
@@ -47,7 +47,13 @@ pub struct Head {
     pub mode: AtomicU32,
     /// Last change time (seconds), for every mechanism.
     pub ctime: AtomicI64,
-    pub spare: [AtomicU64; 3],
+    /// Odd while IPC_SET writes `uid`, `gid` and `mode` (object and
+    /// registry locks held), so that a lookup without the registry lock
+    /// (`recent.rs`) never combines two settings. A holder that dies
+    /// leaves it odd: such lookups then take the lock until the next
+    /// IPC_SET makes it even again.
+    pub perm_seq: AtomicU64,
+    pub spare: [AtomicU64; 2],
 }
 
 /// Semaphores kept inside the slot (sets of up to this many need no heap).
@@ -188,6 +194,7 @@ const _: () = {
     assert!(offset_of!(Head, key) == 40);
     assert!(offset_of!(Head, mode) == 60);
     assert!(offset_of!(Head, ctime) == 64);
+    assert!(offset_of!(Head, perm_seq) == 72);
     assert!(size_of::<SemSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(SemSlot, nsems) == 96);
     assert!(offset_of!(SemSlot, undos) == 144);

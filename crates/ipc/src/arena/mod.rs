@@ -126,6 +126,8 @@ pub struct Arena {
     layout: Layout,
     /// The heap's per-cpu caches, if this process may use them.
     caches: Option<crate::heap::Caches>,
+    /// Keys this process found (`recent.rs`).
+    recent: Box<crate::recent::Recent>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
@@ -162,6 +164,7 @@ impl Arena {
                 own_proc: core::sync::atomic::AtomicU64::new(0),
                 path: path.to_path_buf(),
                 caches: crate::heap::Caches::new(&map, &layout),
+                recent: crate::recent::Recent::new(),
                 id,
                 map,
                 layout,
@@ -263,6 +266,7 @@ impl Arena {
             own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
             caches: crate::heap::Caches::new(&map, &layout),
+            recent: crate::recent::Recent::new(),
             id: *meta,
             map,
             layout,
@@ -339,6 +343,11 @@ impl Arena {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// The keys this process found (`recent.rs`).
+    pub(crate) fn recent(&self) -> &crate::recent::Recent {
+        &self.recent
     }
 
     /// The heap's per-cpu caches, if this process uses them.

@@ -31,6 +31,7 @@ use crate::arena::Arena;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
+use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::namespace::Namespace;
@@ -106,15 +107,23 @@ impl Namespace {
     pub fn msgget(&self, cred: &Cred, key: i32, msgflg: i32) -> SysResult<i32> {
         let a = self.arena();
         let lim = &a.header().limits;
+        let excl = msgflg & abi::IPC_CREAT != 0 && msgflg & abi::IPC_EXCL != 0;
+        // msg has no more_checks. A key found before, without the
+        // registry lock (`recent.rs`).
+        if key != IPC_PRIVATE
+            && !excl
+            && let Some(r) = recent::existing::<MsgKind>(a, a.recent(), cred, key, msgflg, |_| Ok(()))
+        {
+            return r;
+        }
         let reg = Reg::lock::<MsgKind>(a)?;
         if key != IPC_PRIVATE
             && let Some(idx) = reg.find_key(key)?
         {
-            if msgflg & abi::IPC_CREAT != 0 && msgflg & abi::IPC_EXCL != 0 {
+            if excl {
                 return Err(Errno::EEXIST);
             }
-            // msg has no more_checks.
-            return ctl::existing::<MsgKind>(a, cred, idx, msgflg, |_| Ok(()));
+            return ctl::existing::<MsgKind>(a, cred, key, idx, msgflg, |_| Ok(()));
         }
         if key != IPC_PRIVATE && msgflg & abi::IPC_CREAT == 0 {
             return Err(Errno::ENOENT);

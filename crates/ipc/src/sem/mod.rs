@@ -15,6 +15,7 @@ use crate::arena::Arena;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
+use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
@@ -313,22 +314,31 @@ impl Namespace {
         if nsems < 0 || nsems > lim.semmsl.load(Relaxed) {
             return Err(Errno::EINVAL);
         }
+        // sem_more_checks: "if (sma->sem_nsems < params->u.nsems) return -EINVAL".
+        let more = |s: &SemSlot| {
+            if (s.nsems.load(Relaxed) as i32) < nsems {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(())
+            }
+        };
+        let excl = semflg & abi::IPC_CREAT != 0 && semflg & abi::IPC_EXCL != 0;
+        // A key found before, without the registry lock (`recent.rs`).
+        if key != IPC_PRIVATE
+            && !excl
+            && let Some(r) = recent::existing::<SemKind>(a, a.recent(), cred, key, semflg, more)
+        {
+            return r;
+        }
         let reg = Reg::lock::<SemKind>(a)?;
         if key != IPC_PRIVATE
             && let Some(idx) = reg.find_key(key)?
         {
             // ipcget_public, key present: EEXIST, then more_checks, then ipcperms.
-            if semflg & abi::IPC_CREAT != 0 && semflg & abi::IPC_EXCL != 0 {
+            if excl {
                 return Err(Errno::EEXIST);
             }
-            // sem_more_checks: "if (sma->sem_nsems < params->u.nsems) return -EINVAL".
-            return ctl::existing::<SemKind>(a, cred, idx, semflg, |s| {
-                if (s.nsems.load(Relaxed) as i32) < nsems {
-                    Err(Errno::EINVAL)
-                } else {
-                    Ok(())
-                }
-            });
+            return ctl::existing::<SemKind>(a, cred, key, idx, semflg, more);
         }
         // ipcget_public, key absent: "if (!(flg & IPC_CREAT)) err = -ENOENT".
         if key != IPC_PRIVATE && semflg & abi::IPC_CREAT == 0 {

@@ -16,6 +16,7 @@ use crate::arena::layout::Mech;
 use crate::arena::{self, Arena};
 use crate::creds::Cred;
 use crate::ctl;
+use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::ids::Bitmap;
 use crate::limits::SHMMIN;
@@ -113,24 +114,36 @@ impl Namespace {
     pub fn shmget(&self, cred: &Cred, key: i32, size: u64, shmflg: i32) -> SysResult<i32> {
         let a = self.arena();
         let lim = &a.header().limits;
+        // shm_more_checks: "if (shp->shm_segsz < params->u.size) return -EINVAL".
+        let more = |s: &ShmSlot| {
+            if s.size.load(Relaxed) < size {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(())
+            }
+        };
+        let excl = shmflg & abi::IPC_CREAT != 0 && shmflg & abi::IPC_EXCL != 0;
+        let forced = lim.shm_rmid_forced.load(Relaxed) != 0;
+        // A key found before, without the registry lock (`recent.rs`);
+        // not under shm_rmid_forced, whose orphans are reaped under it.
+        if key != IPC_PRIVATE
+            && !excl
+            && !forced
+            && let Some(r) = recent::existing::<ShmKind>(a, a.recent(), cred, key, shmflg, more)
+        {
+            return r;
+        }
         let reg = Reg::lock::<ShmKind>(a)?;
-        if lim.shm_rmid_forced.load(Relaxed) != 0 {
+        if forced {
             reap_orphans(a, &reg)?;
         }
         if key != IPC_PRIVATE
             && let Some(idx) = reg.find_key(key)?
         {
-            if shmflg & abi::IPC_CREAT != 0 && shmflg & abi::IPC_EXCL != 0 {
+            if excl {
                 return Err(Errno::EEXIST);
             }
-            // shm_more_checks: "if (shp->shm_segsz < params->u.size) return -EINVAL".
-            return ctl::existing::<ShmKind>(a, cred, idx, shmflg, |s| {
-                if s.size.load(Relaxed) < size {
-                    Err(Errno::EINVAL)
-                } else {
-                    Ok(())
-                }
-            });
+            return ctl::existing::<ShmKind>(a, cred, key, idx, shmflg, more);
         }
         if key != IPC_PRIVATE && shmflg & abi::IPC_CREAT == 0 {
             return Err(Errno::ENOENT);

@@ -12,6 +12,7 @@ mod msgcrash;
 mod msgdiff;
 mod msgop;
 mod procdiff;
+mod recent;
 mod security;
 mod semop;
 mod semwait;

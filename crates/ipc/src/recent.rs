@@ -1,0 +1,133 @@
+//! The `*get` of a key this process has looked up before, without the
+//! registry lock (seeds 001, 002: a lookup should cost a hash, and here
+//! not even a lock).
+//!
+//! Each process remembers, per namespace, the index and slot generation
+//! of the keys it found ([`Recent`], process-local memory). A later
+//! `semget`/`msgget`/`shmget` of such a key reads that slot without the
+//! registry lock, as lookups by id already do: the index's used bit first
+//! (so the slot's page is one that was reserved), then the slot's state,
+//! generation and key, the mechanism's `more_checks` and `ipcperms`, and
+//! then the state, generation and key again. The generation never repeats
+//! in a slot, so a slot that still has it after the checks held the very
+//! object the key names throughout: the answer is the one a locked lookup
+//! would have given at that moment. The permission fields are read under
+//! the object's `perm_seq` (IPC_SET makes it odd while it writes them), so
+//! an owner and a mode from two different IPC_SETs are never combined.
+//!
+//! Anything else (a key not remembered, an entry torn by two threads, an
+//! object removed, recreated or changing) falls back to the locked path,
+//! which remembers what it finds. The key table itself is never read
+//! without the lock: a table that grows is freed, and its pages may be
+//! returned to the system.
+
+use crate::arena::Arena;
+use crate::arena::layout::Mech;
+use crate::creds::Cred;
+use crate::errno::SysResult;
+use crate::ids;
+use crate::object::{Head, LIVE, Slot};
+use crate::perm;
+use crate::registry::{self, Kind};
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use core::sync::atomic::{AtomicU64, fence};
+
+/// Keys remembered per namespace (all mechanisms together).
+const N: usize = 256;
+
+/// One remembered key: `key << 32 | (idx + 1)` (0: empty) and the slot's
+/// generation. The two words may be read torn: whatever pair is read is
+/// checked against the slot itself.
+struct Entry {
+    kv: AtomicU64,
+    generation: AtomicU64,
+}
+
+/// The keys this process found in one namespace (process-local).
+pub struct Recent {
+    e: [Entry; N],
+}
+
+impl Recent {
+    pub fn new() -> Box<Recent> {
+        Box::new(Recent {
+            e: [const {
+                Entry {
+                    kv: AtomicU64::new(0),
+                    generation: AtomicU64::new(0),
+                }
+            }; N],
+        })
+    }
+
+    #[inline(always)]
+    fn entry(&self, mech: Mech, key: i32) -> &Entry {
+        let h = (u64::from(key as u32) | (mech as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        &self.e[(h >> 56) as usize % N]
+    }
+
+    /// Remembers that `key` is the object of generation `generation` at
+    /// `idx`.
+    pub fn remember(&self, mech: Mech, key: i32, idx: u32, generation: u64) {
+        let e = self.entry(mech, key);
+        e.kv.store(0, Relaxed);
+        e.generation.store(generation, Relaxed);
+        e.kv.store(
+            u64::from(key as u32) << 32 | (u64::from(idx) + 1),
+            Relaxed,
+        );
+    }
+
+    #[inline(always)]
+    fn recall(&self, mech: Mech, key: i32) -> Option<(u32, u64)> {
+        let e = self.entry(mech, key);
+        let kv = e.kv.load(Relaxed);
+        if (kv >> 32) as u32 != key as u32 {
+            return None;
+        }
+        let idx = (kv as u32).checked_sub(1)?;
+        Some((idx, e.generation.load(Relaxed)))
+    }
+}
+
+/// What `ipcget_public` answers for an existing `key` (after EEXIST, which
+/// the caller has ruled out): `more_checks`, then `ipcperms(flg)`, then the
+/// id; `None` when it must be asked under the registry lock (module doc).
+#[inline]
+pub fn existing<K: Kind>(
+    a: &Arena,
+    recent: &Recent,
+    cred: &Cred,
+    key: i32,
+    flg: i32,
+    more_checks: impl Fn(&K::Slot) -> SysResult<()>,
+) -> Option<SysResult<i32>> {
+    let (idx, generation) = recent.recall(K::MECH, key)?;
+    if !ids::is_used(a, K::MECH, idx) {
+        return None;
+    }
+    let s = registry::slot::<K>(a, idx).ok()?;
+    let h = s.head();
+    // Acquire: pairs with the Release that publishes LIVE, and with
+    // IPC_SET's even `perm_seq` (its fields written before it).
+    let ps = h.perm_seq.load(Acquire);
+    if ps & 1 != 0 || !same(h, generation, key) {
+        return None;
+    }
+    let r = more_checks(s).and_then(|()| perm::ipcperms(cred, h, flg));
+    let seq = h.seq.load(Relaxed);
+    // Everything above is read before the second look.
+    fence(Acquire);
+    if h.perm_seq.load(Relaxed) != ps || !same(h, generation, key) {
+        return None;
+    }
+    Some(r.map(|()| a.layout().make_id(seq, idx)))
+}
+
+/// The slot holds the live object of `generation` with `key`.
+#[inline(always)]
+fn same(h: &Head, generation: u64, key: i32) -> bool {
+    h.state.load(Acquire) == LIVE
+        && h.generation.load(Relaxed) == generation
+        && h.key.load(Relaxed) == key
+}
