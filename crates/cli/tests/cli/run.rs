@@ -175,7 +175,10 @@ fn a_terminals_interrupt_reaches_the_program_and_not_ipcns_run() {
     let program = "n=0; trap \"n=\\$((n+1))\" INT; echo ready; \
                    i=0; while [ $n -eq 0 ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; \
                    sleep 0.5; exit $((40+n))";
-    let inner = format!("exec {} run -- sh -c '{program}'", env!("CARGO_BIN_EXE_ipcns"));
+    let inner = format!(
+        "exec {} run -- sh -c '{program}'",
+        env!("CARGO_BIN_EXE_ipcns")
+    );
     let spawned = Command::new("script")
         .args(["-qfec", &inner, "/dev/null"])
         .env("IPCNS_DIR", r.path())
