@@ -87,7 +87,7 @@ pub(crate) fn map_segment(
             // hugetlb_get_unmapped_area -> prepare_hugepage_range: "if (addr
             // & ~huge_page_mask(h)) return -EINVAL" (SHM_RND rounded to
             // SHMLBA only).
-            if addr as u64 % h.page() != 0 {
+            if !(addr as u64).is_multiple_of(h.page()) {
                 return Err(Errno::EINVAL);
             }
             huge::open(a, b.serial, h, access)?.0

@@ -52,10 +52,7 @@ struct Pool {
 impl Pool {
     fn set(n: u64) -> Result<Pool, String> {
         let lock = File::create("/tmp/ipcns-nr_hugepages.lock").map_err(|e| e.to_string())?;
-        // SAFETY: a descriptor we own.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-            return Err("flock failed".into());
-        }
+        lock.lock().map_err(|e| format!("flock: {e}"))?;
         let old = std::fs::read_to_string(POOL).map_err(|e| format!("{POOL}: {e}"))?;
         let pool = Pool { old, _lock: lock };
         std::fs::write(POOL, format!("{n}\n")).map_err(|e| format!("{POOL}: {e}"))?;
@@ -161,6 +158,7 @@ trait Side {
     fn dt(&self, addr: usize) -> SysResult<i32>;
     fn ctl(&self, id: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32>;
     fn proc_shm(&self) -> String;
+    fn sysctl(&self, name: &str, value: &str) -> SysResult<()>;
 }
 
 struct Kernel;
@@ -194,6 +192,10 @@ impl Side for Kernel {
     fn proc_shm(&self) -> String {
         std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default()
     }
+    fn sysctl(&self, name: &str, value: &str) -> SysResult<()> {
+        use ipcns_oracle::SysV;
+        ipcns_oracle::kernel::Host.sysctl_write(name, value)
+    }
 }
 
 struct Ipcns<'a>(&'a Namespace);
@@ -221,6 +223,9 @@ impl Side for Ipcns<'_> {
         self.0
             .proc_text(&self.cred(), Mech::Shm)
             .unwrap_or_default()
+    }
+    fn sysctl(&self, name: &str, value: &str) -> SysResult<()> {
+        self.0.sysctl_write(&self.cred(), name, value)
     }
 }
 
@@ -291,6 +296,12 @@ fn stat(s: &dyn Side, id: i32) -> String {
     }
 }
 
+fn nattch(s: &dyn Side, id: i32) -> u64 {
+    let mut ds = shmid64_ds::default();
+    s.ctl(id, IPC_STAT, ShmArg::Ds(&mut ds))
+        .map_or(9, |_| ds.shm_nattch)
+}
+
 fn info(s: &dyn Side) -> String {
     let mut i = shm_info::default();
     let r = s.ctl(0, SHM_INFO, ShmArg::ShmInfo(&mut i));
@@ -359,6 +370,19 @@ fn sequence(s: &dyn Side) -> Vec<String> {
     out.push(stat(s, id));
     out.push(info(s));
     out.push(proc_columns(&s.proc_shm(), id));
+    // A forked child inherits the attachments (nattch 3 while it lives),
+    // detaches the inherited one at `a` itself, and exits with the other.
+    let code = support::fork_run(|| {
+        let n = nattch(s, id);
+        let dt = i32::from(s.dt(a).is_ok());
+        (n * 10) as i32 + dt
+    });
+    out.push(format!(
+        "forked child: nattch {} detached {}",
+        code / 10,
+        code % 10
+    ));
+    out.push(stat(s, id));
     // shmdt only at an attachment's start.
     out.push(format!("dt inside: {:?}", s.dt(a + PAGE)));
     out.push(format!("dt +4K: {:?}", s.dt(a + 4096)));
@@ -403,6 +427,21 @@ fn sequence(s: &dyn Side) -> Vec<String> {
         out.push(format!("rmid: {:?}", s.ctl(all, IPC_RMID, ShmArg::None)));
     }
     out.push(pool_delta(base));
+    out.push(info(s));
+    // shm_rmid_forced: a segment whose creator exited unattached is
+    // destroyed, its pages freed.
+    out.push(format!("forced: {:?}", s.sysctl("shm_rmid_forced", "1")));
+    let code =
+        support::fork_run(
+            || match s.get(0x4856, PAGE as u64, IPC_CREAT | SHM_HUGETLB | 0o600) {
+                Ok(_) => 0,
+                Err(e) => e.0,
+            },
+        );
+    out.push(format!("orphan made: {code}"));
+    out.push(format!("orphan: {:?}", s.get(0x4856, 0, 0).map(|_| ())));
+    out.push(pool_delta(base));
+    out.push(format!("forced: {:?}", s.sysctl("shm_rmid_forced", "0")));
     out.push(info(s));
     out
 }
