@@ -554,3 +554,99 @@ fn hugetlb_without_pages_is_enomem() {
         assert_eq!(code, 0);
     }
 }
+
+/// A huge page segment whose record (the words naming its file) is
+/// overwritten: shmat answers EIDRM and nothing faults, whatever the
+/// words; IPC_STAT, SHM_INFO and /proc/sysvipc/shm still answer; with the
+/// words restored the segment works again. A segment removed while its
+/// record is hostile leaves its file, which the namespace's removal takes
+/// (the pool is whole again).
+#[test]
+fn hugetlb_hostile_record() {
+    use std::os::unix::fs::FileExt;
+    let Some(_pool) = pool_or_skip("hugetlb_hostile_record", 2) else {
+        return;
+    };
+    let code = support::fork_run(|| {
+        let dir = match private_hugetlbfs("hostile") {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("hugetlb_hostile_record: {why}");
+                return 10;
+            }
+        };
+        let t = TestNs::new("hugetlb-hostile");
+        let me = Cred::root(std::process::id() as i32);
+        let id =
+            t.ns.shmget(&me, IPC_PRIVATE, PAGE as u64, SHM_HUGETLB | 0o600)
+                .unwrap();
+        let r =
+            t.ns.regions()
+                .into_iter()
+                .find(|r| r.name.starts_with("shm.slot[") && r.name.ends_with(".huge"))
+                .expect("the segment's record");
+        let arena = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(t.path())
+            .unwrap();
+        let mut orig = [0u8; 16];
+        arena.read_exact_at(&mut orig, r.off).unwrap();
+        let w0 = u64::from_ne_bytes(orig[..8].try_into().unwrap());
+        let ino = u64::from_ne_bytes(orig[8..].try_into().unwrap());
+        assert_eq!(w0 & 0xff, 21, "the record names 2 MiB pages");
+        let hostile = [
+            (0, 0),
+            (5, ino),
+            (w0 ^ (1 << 12), ino),
+            (w0 ^ (1 << 32), ino),
+            (w0, ino + 1),
+            (w0, 0),
+            (w0 | 0x200, ino),
+            ((w0 & !0xff) | 30, ino),
+            (u64::MAX, u64::MAX),
+        ];
+        for (a, b) in hostile {
+            let mut bytes = [0u8; 16];
+            bytes[..8].copy_from_slice(&a.to_ne_bytes());
+            bytes[8..].copy_from_slice(&b.to_ne_bytes());
+            arena.write_all_at(&bytes, r.off).unwrap();
+            let got = t.ns.shmat(&me, id, 0, 0);
+            if got != Err(Errno::EIDRM) {
+                eprintln!("record {a:#x} {b:#x}: shmat {got:?}");
+                return 1;
+            }
+            let mut ds = shmid64_ds::default();
+            assert_eq!(t.ns.shmctl(&me, id, IPC_STAT, ShmArg::Ds(&mut ds)), Ok(0));
+            assert_eq!(ds.shm_segsz, PAGE as u64);
+            let mut i = shm_info::default();
+            assert!(
+                t.ns.shmctl(&me, 0, SHM_INFO, ShmArg::ShmInfo(&mut i))
+                    .is_ok()
+            );
+            assert_eq!(i.shm_rss, 0);
+            assert!(t.ns.proc_text(&me, Mech::Shm).is_ok());
+        }
+        arena.write_all_at(&orig, r.off).unwrap();
+        let a = t.ns.shmat(&me, id, 0, 0).unwrap();
+        poke(a, 7, 1);
+        assert_eq!(t.ns.shmdt(&me, a), Ok(0));
+        // Removed with a hostile record: the file stays (its pages too)
+        // until the namespace goes.
+        arena.write_all_at(&[0xff; 16], r.off).unwrap();
+        assert_eq!(t.ns.shmctl(&me, id, IPC_RMID, ShmArg::None), Ok(0));
+        let free = meminfo("Free");
+        drop(t);
+        let left = std::fs::read_dir(&dir).map_or(99, |d| d.count());
+        unmount(&dir);
+        if free != 1 || left != 0 || meminfo("Free") != 2 {
+            eprintln!(
+                "free {free} after the removal, {left} entries left, then free {}",
+                meminfo("Free")
+            );
+            return 2;
+        }
+        0
+    });
+    assert_eq!(code, 0);
+}
