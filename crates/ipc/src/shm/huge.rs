@@ -20,8 +20,10 @@
 //!
 //! # Where the file is
 //! `<mount>/ipcns-<major>.<minor>-<ino>/shm.<serial>`, where `<mount>` is a
-//! hugetlbfs mount of /proc/self/mountinfo whose block size is the page
-//! size, and major, minor, ino name the arena file. The directory follows
+//! hugetlbfs mount whose block size is the page size (the one
+//! `IPCNS_HUGETLBFS` names first, then those of /proc/self/mountinfo, the
+//! first where the directory can be made), and major, minor, ino name the
+//! arena file. The directory follows
 //! the rules of `<arena>.d` (arena/file.rs): the arena's owner, its mode
 //! plus `x`. The segment's record keeps what another process needs to
 //! find the file and trust it ([`Huge::pack`]): the page size, the mount's
@@ -182,20 +184,29 @@ fn unescape(field: &str) -> PathBuf {
     PathBuf::from(OsString::from_vec(out))
 }
 
-/// The hugetlbfs mount points of this process (/proc/self/mountinfo), in
-/// its order, at most 64.
+/// The hugetlbfs mount points of this process: `IPCNS_HUGETLBFS` first if
+/// it names one (an absolute path), then those of /proc/self/mountinfo, in
+/// its order, at most 64. Each is checked by [`mount_dev`] before use.
 fn mounts() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::env::var_os("IPCNS_HUGETLBFS")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .into_iter()
+        .collect();
     let Ok(text) = fs::read_to_string(Path::new("/proc/self/mountinfo")) else {
-        return Vec::new();
+        return out;
     };
-    text.lines()
+    let found = text.lines()
         .filter_map(|l| {
             let (mine, theirs) = l.split_once(" - ")?;
             (theirs.split(' ').next()? == "hugetlbfs").then_some(())?;
             Some(unescape(mine.split(' ').nth(4)?))
         })
+        .filter(|m| !out.contains(m))
         .take(64)
-        .collect()
+        .collect::<Vec<_>>();
+    out.extend(found);
+    out
 }
 
 /// The mount at `dir`, if it is hugetlbfs with pages of `page` bytes: its

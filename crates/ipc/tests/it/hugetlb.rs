@@ -650,3 +650,66 @@ fn hugetlb_hostile_record() {
     });
     assert_eq!(code, 0);
 }
+
+/// `IPCNS_HUGETLBFS` names the mount to use first: with two hugetlbfs
+/// mounts, the segment's file is made on the one it names, and found
+/// there by shmat; a name that is not a hugetlbfs mount is passed over.
+#[test]
+fn hugetlb_mount_named_by_env() {
+    let Some(_pool) = pool_or_skip("hugetlb_mount_named_by_env", 2) else {
+        return;
+    };
+    let code = support::fork_run(|| {
+        let first = match private_hugetlbfs("env-a") {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("hugetlb_mount_named_by_env: {why}");
+                return 10;
+            }
+        };
+        let second =
+            std::env::temp_dir().join(format!("ipcns-hugetlbfs-env-b-{}", std::process::id()));
+        std::fs::create_dir_all(&second).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "hugetlbfs", "none"])
+            .arg(&second)
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("mount -t hugetlbfs {second:?} failed");
+            unmount(&first);
+            return 11;
+        }
+        let t = TestNs::new("hugetlb-env");
+        let me = Cred::root(std::process::id() as i32);
+        let count = |d: &std::path::Path| std::fs::read_dir(d).map_or(99, |d| d.count());
+        let mut code = 0;
+        for (named, on) in [(&std::env::temp_dir(), &first), (&second, &second)] {
+            // SAFETY: this forked child has one thread.
+            unsafe { std::env::set_var("IPCNS_HUGETLBFS", named) };
+            let id =
+                t.ns.shmget(&me, IPC_PRIVATE, PAGE as u64, SHM_HUGETLB | 0o600)
+                    .unwrap();
+            let a = t.ns.shmat(&me, id, 0, 0).unwrap();
+            poke(a, 1, 1);
+            assert_eq!(t.ns.shmdt(&me, a), Ok(0));
+            let (on_first, on_second) = (count(&first), count(&second));
+            if (on_first, on_second) != if on == &first { (1, 0) } else { (1, 1) } {
+                eprintln!(
+                    "IPCNS_HUGETLBFS={named:?}: {on_first} dirs on the first, {on_second} on the second"
+                );
+                code = 1;
+            }
+            assert_eq!(t.ns.shmctl(&me, id, IPC_RMID, ShmArg::None), Ok(0));
+        }
+        drop(t);
+        let left = count(&first) + count(&second);
+        unmount(&second);
+        unmount(&first);
+        if left != 0 || meminfo("Free") != 2 {
+            eprintln!("{left} left, {} free", meminfo("Free"));
+            code = 2;
+        }
+        code
+    });
+    assert_eq!(code, 0);
+}
