@@ -407,6 +407,11 @@ pub(crate) fn create_huge_segment(
     size: u64,
 ) -> Result<(PathBuf, Fd), ArenaError> {
     let (dir, _) = owned_dir(dir, am.uid, am.mode)?;
+    // A file already under this serial is no live segment of this arena
+    // (serials are never reused): one left by an earlier arena that had
+    // this device and inode and was deleted without `ipcns ns remove`.
+    // Its pages go back to the pool unless still mapped.
+    let _ = fs::unlink(&dir.join(format!("shm.{serial}")));
     segment_file(&dir, am, serial, size)
 }
 

@@ -107,6 +107,12 @@ pub(crate) fn map_segment(
         .map_len()
         .and_then(|l| usize::try_from(l).ok())
         .ok_or(Errno::ENOMEM)?;
+    // A huge page segment's pages past its file's end would fault with
+    // SIGBUS: a size its file does not have (a record no shmget wrote)
+    // names no segment ipcns can map.
+    if b.huge.is_some() && !file.stat().is_ok_and(|m| m.size >= len as u64) {
+        return Err(Errno::EIDRM);
+    }
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }
         | if exec { libc::PROT_EXEC } else { 0 };

@@ -560,7 +560,8 @@ fn hugetlb_without_pages_is_enomem() {
 /// words; IPC_STAT, SHM_INFO and /proc/sysvipc/shm still answer; with the
 /// words restored the segment works again. A segment removed while its
 /// record is hostile leaves its file, which the namespace's removal takes
-/// (the pool is whole again).
+/// (the pool is whole again). A file left by an earlier arena under the
+/// new segment's name is replaced.
 #[test]
 fn hugetlb_hostile_record() {
     use std::os::unix::fs::FileExt;
@@ -577,6 +578,30 @@ fn hugetlb_hostile_record() {
         };
         let t = TestNs::new("hugetlb-hostile");
         let me = Cred::root(std::process::id() as i32);
+        // A file left under the first serial by an earlier arena with this
+        // device and inode, holding a page: replaced, its page freed.
+        {
+            use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+            let m = std::fs::metadata(t.path()).unwrap();
+            let (maj, min) = (libc::major(m.dev()), libc::minor(m.dev()));
+            let stale = dir.join(format!("ipcns-{maj}.{min}-{}", m.ino()));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&stale)
+                .unwrap();
+            let f = File::create(stale.join("shm.1")).unwrap();
+            f.set_len(PAGE as u64).unwrap();
+            // SAFETY: a descriptor we own; no pointer.
+            let r =
+                unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, PAGE as i64) };
+            if r != 0 || meminfo("Free") != 1 {
+                eprintln!(
+                    "the stale file took no page ({r}, {} free)",
+                    meminfo("Free")
+                );
+                return 4;
+            }
+        }
         let id =
             t.ns.shmget(&me, IPC_PRIVATE, PAGE as u64, SHM_HUGETLB | 0o600)
                 .unwrap();
@@ -592,6 +617,10 @@ fn hugetlb_hostile_record() {
             .unwrap();
         let mut orig = [0u8; 16];
         arena.read_exact_at(&mut orig, r.off).unwrap();
+        if meminfo("Free") != 2 || meminfo("Rsvd") != 1 {
+            eprintln!("the stale file's page was not freed");
+            return 5;
+        }
         let w0 = u64::from_ne_bytes(orig[..8].try_into().unwrap());
         let ino = u64::from_ne_bytes(orig[8..].try_into().unwrap());
         assert_eq!(w0 & 0xff, 21, "the record names 2 MiB pages");
@@ -628,6 +657,24 @@ fn hugetlb_hostile_record() {
             assert!(t.ns.proc_text(&me, Mech::Shm).is_ok());
         }
         arena.write_all_at(&orig, r.off).unwrap();
+        // A size past the file's end (shm_segsz, 96 bytes into the slot,
+        // after the 96-byte head): the pages beyond would be SIGBUS.
+        let slot =
+            t.ns.regions()
+                .into_iter()
+                .find(|s| s.name == r.name.trim_end_matches(".huge"))
+                .expect("the segment's slot");
+        let size_at = slot.off + 96;
+        arena
+            .write_all_at(&(PAGE as u64 + 1).to_ne_bytes(), size_at)
+            .unwrap();
+        if t.ns.shmat(&me, id, 0, 0) != Err(Errno::EIDRM) {
+            eprintln!("a size past the file's end was mapped");
+            return 3;
+        }
+        arena
+            .write_all_at(&(PAGE as u64).to_ne_bytes(), size_at)
+            .unwrap();
         let a = t.ns.shmat(&me, id, 0, 0).unwrap();
         poke(a, 7, 1);
         assert_eq!(t.ns.shmdt(&me, a), Ok(0));
