@@ -210,9 +210,11 @@ impl Namespace {
                 }
             }
         };
-        let owner = fs::lstat(path).map_err(io)?.uid;
+        let id = fs::lstat(path).map_err(io)?;
+        let owner = id.uid;
         fs::unlink(path).map_err(io)?;
         arena::remove_segments(path, owner);
+        crate::shm::remove_huge_dirs(&id, owner);
         Ok(())
     }
 

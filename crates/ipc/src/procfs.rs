@@ -11,9 +11,8 @@ use crate::namespace::Namespace;
 use crate::object::{LIVE, Slot};
 use crate::registry::{self, Kind, Reg, lock_object};
 use crate::sem::SemKind;
-use crate::shm::{ShmKind, segment_path};
+use crate::shm::ShmKind;
 use core::fmt::Write;
-use crate::sys::fs;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
 
 const SEM_HEADER: &str =
@@ -73,8 +72,7 @@ impl Namespace {
                 crate::shm::reap_if_forced(a)?;
                 self.rows::<ShmKind>(cred, SHM_HEADER, |out, id, s, c| {
                     let h = &s.head;
-                    let rss = fs::stat(&segment_path(a, s.serial.load(Relaxed)))
-                        .map_or(0, |m| m.blocks * 512);
+                    let rss = crate::shm::rss_bytes(a, s);
                     let _ = writeln!(
                         out,
                         "{:>10} {:>10}  {:>4o} {:>21} {:>5} {:>5}  {:>5} {} {:>10} {:>10} {:>10} {:>21} {:>21}",

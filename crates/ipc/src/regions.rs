@@ -218,6 +218,14 @@ fn slot(a: &Arena, m: Mech, idx: u32, name: &str, out: &mut Out) {
             out.push(format!("{name}.array"), base, (0, len));
         }
     }
+    if m == Mech::Shm {
+        // Where a huge page segment's file is (shm/huge.rs `Huge::pack`).
+        out.push(
+            format!("{name}.huge"),
+            off,
+            (offset_of!(ShmSlot, spare) as u64, 16),
+        );
+    }
 }
 
 /// The heap's state, the heads of its free lists, its used range.

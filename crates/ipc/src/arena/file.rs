@@ -334,7 +334,13 @@ fn dir_mode(mode: u32) -> u32 {
 /// mode `mode`, made if missing; accepted only as a real directory owned by
 /// `owner`. Also whether it was made here.
 fn segment_dir(arena: &Path, owner: u32, mode: u32) -> Result<(PathBuf, bool), ArenaError> {
-    let dir = segment_dir_of(arena);
+    owned_dir(segment_dir_of(arena), owner, mode)
+}
+
+/// The directory `dir` owned by `owner` with the segment directory's mode
+/// for an arena of mode `mode`, made if missing; accepted only as a real
+/// directory owned by `owner`. Also whether it was made here.
+fn owned_dir(dir: PathBuf, owner: u32, mode: u32) -> Result<(PathBuf, bool), ArenaError> {
     let made = make_dir(&dir)?;
     let m = stat_dir(&dir).inspect_err(|_| {
         if made {
@@ -369,6 +375,12 @@ pub(crate) fn create_segment(
     size: u64,
 ) -> Result<PathBuf, ArenaError> {
     let (dir, _) = segment_dir(arena, am.uid, am.mode)?;
+    segment_file(&dir, am, serial, size).map(|(path, _)| path)
+}
+
+/// Makes the file `dir/shm.<serial>` of `size` bytes with the arena's mode
+/// without `x`: its path and the open descriptor (read-write).
+fn segment_file(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBuf, Fd), ArenaError> {
     let path = dir.join(format!("shm.{serial}"));
     let mode = am.mode & 0o666;
     let f = fs::open(
@@ -381,21 +393,38 @@ pub(crate) fn create_segment(
         let _ = fs::unlink(&path);
         return Err(io_at(&path)(e));
     }
-    Ok(path)
+    Ok((path, f))
 }
 
-/// Removes the segment directory of the arena that was at `arena`, owned by
-/// `owner`: its `shm.N` files and the directory itself if that leaves it
-/// empty. Anything else, or a directory of someone else's, stays.
-pub(crate) fn remove_segments(arena: &Path, owner: u32) {
-    let dir = segment_dir_of(arena);
-    let Ok(m) = stat_dir(&dir) else {
+/// Makes the huge page segment file `dir/shm.<serial>` of `size` bytes (a
+/// multiple of the huge page size) in `dir`, a directory on a hugetlbfs
+/// mount that follows the segment directory's rules (the arena's owner,
+/// its mode plus `x`), made if missing. Its path and descriptor.
+pub(crate) fn create_huge_segment(
+    dir: PathBuf,
+    am: &Stat,
+    serial: u64,
+    size: u64,
+) -> Result<(PathBuf, Fd), ArenaError> {
+    let (dir, _) = owned_dir(dir, am.uid, am.mode)?;
+    // A file already under this serial is no live segment of this arena
+    // (serials are never reused): one left by an earlier arena that had
+    // this device and inode and was deleted without `ipcns ns remove`.
+    // Its pages go back to the pool unless still mapped.
+    let _ = fs::unlink(&dir.join(format!("shm.{serial}")));
+    segment_file(&dir, am, serial, size)
+}
+
+/// Removes the `shm.N` files of `dir` and `dir` itself if that leaves it
+/// empty, when it is a real directory owned by `owner`.
+pub(crate) fn remove_segment_dir(dir: &Path, owner: u32) {
+    let Ok(m) = stat_dir(dir) else {
         return;
     };
     if m.uid != owner {
         return;
     }
-    if let Ok(names) = fs::dir_names(&dir) {
+    if let Ok(names) = fs::dir_names(dir) {
         for n in names {
             let is_segment = n
                 .to_str()
@@ -406,7 +435,14 @@ pub(crate) fn remove_segments(arena: &Path, owner: u32) {
             }
         }
     }
-    let _ = fs::rmdir(&dir);
+    let _ = fs::rmdir(dir);
+}
+
+/// Removes the segment directory of the arena that was at `arena`, owned by
+/// `owner`: its `shm.N` files and the directory itself if that leaves it
+/// empty. Anything else, or a directory of someone else's, stays.
+pub(crate) fn remove_segments(arena: &Path, owner: u32) {
+    remove_segment_dir(&segment_dir_of(arena), owner);
 }
 
 #[cfg(test)]

@@ -203,6 +203,29 @@ pub fn map_segment(
     Ok(p)
 }
 
+/// Reserves the huge pages of `len` bytes of the hugetlbfs file `file`
+/// as a shared mapping does (hugetlbfs_file_mmap -> hugetlb_reserve_pages):
+/// maps it and unmaps it at once. The reservation stays with the file's
+/// inode (HugePages_Rsvd) until it is truncated or freed, so no later
+/// fault of the file's pages can fail; ENOMEM when the pool cannot
+/// reserve them.
+pub fn reserve_huge(file: &Fd, len: usize) -> Result<(), Errno> {
+    // SAFETY: a new mapping where the kernel chooses (no MAP_FIXED: nothing
+    // of ours is replaced), never touched, unmapped right away.
+    let p = unsafe {
+        mem::mmap(
+            0,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file,
+        )
+    }?;
+    // SAFETY: unmaps exactly the mapping just made.
+    let _ = unsafe { mem::munmap(p, len) };
+    Ok(())
+}
+
 /// Unmaps an attachment made by [`map_segment`] (shmdt).
 pub fn unmap_segment(addr: usize, len: usize) {
     // SAFETY: unmaps exactly an attachment this process made with

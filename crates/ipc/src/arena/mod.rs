@@ -14,7 +14,10 @@ pub mod map;
 
 use crate::lock::boot_id;
 pub use file::{Access, segment_dir_of};
-pub(crate) use file::{create_segment, euid, is_arena, not_found, private_dir, remove_segments};
+pub(crate) use file::{
+    create_huge_segment, create_segment, euid, is_arena, not_found, private_dir, remove_segment_dir,
+    remove_segments,
+};
 
 use crate::errno::Errno;
 use header::{ARCH, FLAG_EXTEND, FLAG_SHARED, Header, LAYOUT_VERSION, LOCK_KIND, MAGIC};

@@ -18,7 +18,7 @@
 //!
 //! # Layout
 //! An entry: 48 bytes, `next` @0, `addr` @8, `size` @16, `idx` @24,
-//! `state` @28, `generation` @32, `spare` @40.
+//! `state` @28, `generation` @32, `len` @40.
 
 use super::ShmKind;
 use crate::abi;
@@ -61,7 +61,10 @@ pub struct Attach {
     pub idx: AtomicU32,
     pub state: AtomicU32,
     pub generation: AtomicU64,
-    pub spare: AtomicU64,
+    /// The length mapped (the size rounded to the huge page size for a
+    /// huge page segment); 0 in entries of older builds: the size rounded
+    /// to 4 KiB.
+    pub len: AtomicU64,
 }
 
 const ATTACH_BYTES: u64 = 48;
@@ -71,7 +74,23 @@ const _: () = {
     assert!(size_of::<Attach>() == ATTACH_BYTES as usize);
     assert!(offset_of!(Attach, state) == 28);
     assert!(offset_of!(Attach, generation) == 32);
+    assert!(offset_of!(Attach, len) == 40);
 };
+
+/// The length entry `e` says is mapped, checked as anything read from the
+/// arena: 4 KiB aligned, at least the size, at most a huge page (1 GiB)
+/// more; else the size rounded to 4 KiB.
+fn mapped_len(e: &Attach) -> usize {
+    let size = e.size.load(Relaxed);
+    let small = size.div_ceil(4096).saturating_mul(4096);
+    let len = e.len.load(Relaxed);
+    let len = if len != 0 && len.is_multiple_of(4096) && len >= size && len - size < 1 << 30 {
+        len
+    } else {
+        small
+    };
+    usize::try_from(len).unwrap_or(0)
+}
 
 // repr(C), atomics only, no Drop.
 crate::arena::map::shared_types!(Attach);
@@ -130,7 +149,7 @@ fn record_entry(
     a: &Arena,
     me: u32,
     addr: u64,
-    size: u64,
+    (size, len): (u64, u64),
     idx: u32,
     generation: u64,
     state: u32,
@@ -139,6 +158,7 @@ fn record_entry(
     let e = entry(a, off)?;
     e.addr.store(addr, Relaxed);
     e.size.store(size, Relaxed);
+    e.len.store(len, Relaxed);
     e.idx.store(idx, Relaxed);
     e.generation.store(generation, Relaxed);
     e.state.store(state, Relaxed);
@@ -265,10 +285,10 @@ pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
 }
 
 /// The counted attachments of record `idx`, if it is process `pid`'s:
-/// `(addr, size, idx, generation)`. (An index cached by a process may be
+/// `(addr, (size, len), idx, generation)`. (An index cached by a process may be
 /// its own parent's, inherited through a fork when it had no record of its
 /// own: then nothing of it is ours.)
-fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<(u64, u64, u32, u64)>> {
+fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
     let _g = proc::lock(a)?;
     let r = proc::record(a, idx)?;
     if r.pid.load(Relaxed) != pid || r.state.load(Relaxed) != proc::LIVE {
@@ -281,7 +301,7 @@ fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<(u64, u64, u32, u64)>
         .map(|e| {
             (
                 e.addr.load(Relaxed),
-                e.size.load(Relaxed),
+                (e.size.load(Relaxed), mapped_len(e) as u64),
                 e.idx.load(Relaxed),
                 e.generation.load(Relaxed),
             )
@@ -289,22 +309,25 @@ fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<(u64, u64, u32, u64)>
         .collect())
 }
 
+/// An attachment to copy: `(addr, (size, len), idx, generation)`.
+type Copied = (u64, (u64, u64), u32, u64);
+
 /// Adds `entries` (from [`counted`]) to record `to`, each counted, with
 /// `lpid` as the last operator.
 fn count_copies(
     a: &Arena,
-    entries: Vec<(u64, u64, u32, u64)>,
+    entries: Vec<Copied>,
     to: u32,
     lpid: i32,
 ) -> SysResult<()> {
-    for (addr, size, idx, generation) in entries {
+    for (addr, lens, idx, generation) in entries {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;
         };
         if f.generation != generation {
             continue;
         }
-        let off = record_entry(a, to, addr, size, idx, generation, PENDING)?;
+        let off = record_entry(a, to, addr, lens, idx, generation, PENDING)?;
         let s = f.slot;
         let _g = lock_object::<ShmKind>(a, s)?;
         if still_valid(&f).is_err() {
@@ -356,21 +379,23 @@ impl Namespace {
         let f = obtain::<ShmKind>(a, shmid)?;
         let s = f.slot;
         perm::ipcperms(cred, &s.head, acc)?;
-        let size = s.size.load(Relaxed);
-        let serial = s.serial.load(Relaxed);
+        let b = super::Backing::of(s)?;
+        let size = b.size;
         // The mapping first (shm_file's mmap), then the count.
-        let mapped = super::map_segment(a, serial, size, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
+        let (mapped, len) =
+            super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
         let me = match proc::me(a) {
             Ok(me) => me,
             Err(e) => {
-                super::unmap(mapped, size);
+                super::unmap(mapped, len);
                 return Err(e);
             }
         };
-        let off = match record_entry(a, me, mapped as u64, size, f.idx, f.generation, PENDING) {
+        let lens = (size, len as u64);
+        let off = match record_entry(a, me, mapped as u64, lens, f.idx, f.generation, PENDING) {
             Ok(off) => off,
             Err(e) => {
-                super::unmap(mapped, size);
+                super::unmap(mapped, len);
                 return Err(e);
             }
         };
@@ -384,14 +409,14 @@ impl Namespace {
             Ok(())
         })();
         if let Err(e) = counted {
-            super::unmap(mapped, size);
+            super::unmap(mapped, len);
             let _ = forget(a, me, off);
             return Err(e);
         }
         if shmflg & SHM_REMAP != 0 {
             // The mapping replaced whatever was there: attachments it
             // covered are gone (their munmap would have uncounted them).
-            let end = mapped as u64 + size.div_ceil(4096) * 4096;
+            let end = mapped as u64 + len as u64;
             let covered: Vec<u64> = {
                 let _g = proc::lock(a)?;
                 list(a, proc::record(a, me)?)
@@ -399,8 +424,9 @@ impl Namespace {
                     .filter(|&o| o != off)
                     .filter(|&o| {
                         entry(a, o).is_ok_and(|e| {
-                            let (s0, len) = (e.addr.load(Relaxed), e.size.load(Relaxed));
-                            s0 >= mapped as u64 && s0 + len.div_ceil(4096) * 4096 <= end
+                            let s0 = e.addr.load(Relaxed);
+                            s0 >= mapped as u64
+                                && s0.saturating_add(mapped_len(e) as u64) <= end
                         })
                     })
                     .collect()
@@ -436,8 +462,8 @@ impl Namespace {
         let Some(off) = found else {
             return Err(Errno::EINVAL);
         };
-        let size = entry(a, off)?.size.load(Relaxed);
-        super::unmap(shmaddr, size);
+        let len = mapped_len(entry(a, off)?);
+        super::unmap(shmaddr, len);
         uncount(a, off, cred.pid)?;
         forget(a, me, off)?;
         Ok(0)

@@ -5,7 +5,8 @@
 //! segment directory, `<arena>.d/shm.<serial>`, created at `shmget` (sparse,
 //! exactly `size` bytes, the arena's mode without `x`) and unlinked when the
 //! segment is destroyed, by whichever participant destroys it; `shmat` will
-//! map it. The directory's rules are in arena/file.rs.
+//! map it. The directory's rules are in arena/file.rs. A SHM_HUGETLB
+//! segment's file is on a hugetlbfs mount instead (`huge.rs`).
 //!
 //! # Protocol
 //! As sem.rs. Registry counter `used` = `shm_tot`, the pages of all
@@ -35,43 +36,118 @@ pub(crate) struct ShmKind;
 pub mod attach;
 mod huge;
 
-/// Maps segment `serial` (`size` bytes) for shmat: read-only or not,
-/// executable or not, at `addr` (0: anywhere), replacing what is there
-/// only with SHM_REMAP. Errors as do_shmat's mmap gives them: EINVAL for a
-/// taken address without SHM_REMAP, ENOMEM otherwise.
+use huge::Huge;
+
+/// What backs a segment: its file's serial, its size, and where its file
+/// is when it is a huge page segment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backing {
+    pub serial: u64,
+    pub size: u64,
+    pub huge: Option<Huge>,
+}
+
+impl Backing {
+    /// What the record `s` says (checked: EIDRM for a huge page record no
+    /// shmget wrote).
+    pub(crate) fn of(s: &ShmSlot) -> Result<Backing, Errno> {
+        Ok(Backing {
+            serial: s.serial.load(Relaxed),
+            size: s.size.load(Relaxed),
+            huge: Huge::of(s)?,
+        })
+    }
+
+    /// The length of an attachment: the size rounded up to the page size
+    /// (the huge page size for a huge page segment, whose file has that
+    /// size: newseg's `hugesize`).
+    pub(crate) fn map_len(&self) -> Option<u64> {
+        match &self.huge {
+            Some(h) => h.round(self.size),
+            None => self.size.checked_next_multiple_of(4096),
+        }
+    }
+}
+
+/// Maps segment `b` for shmat: read-only or not, executable or not, at
+/// `addr` (0: anywhere), replacing what is there only with SHM_REMAP.
+/// Errors as do_shmat's mmap gives them: EINVAL for a taken address
+/// without SHM_REMAP, ENOMEM otherwise. Returns the address and the
+/// length mapped.
 pub(crate) fn map_segment(
     a: &Arena,
-    serial: u64,
-    size: u64,
+    b: &Backing,
     addr: usize,
     rdonly: bool,
     exec: bool,
     remap: bool,
-) -> Result<usize, Errno> {
-    let path = segment_path(a, serial);
+) -> Result<(usize, usize), Errno> {
     let access = if rdonly { libc::O_RDONLY } else { libc::O_RDWR };
-    let file = fs::open(&path, access | libc::O_NOFOLLOW, 0).map_err(|e| match e {
-        // The segment's file refuses this caller (a process that changed
-        // uid in a namespace not created shared): the file's permissions
-        // are the namespace's boundary.
-        Errno::EACCES | Errno::EPERM => Errno::EACCES,
-        // Gone: removed meanwhile.
-        _ => Errno::EIDRM,
-    })?;
-    let len = usize::try_from(size.div_ceil(4096) * 4096).map_err(|_| Errno::ENOMEM)?;
+    let file = match &b.huge {
+        Some(h) => {
+            // hugetlb_get_unmapped_area -> prepare_hugepage_range: "if (addr
+            // & ~huge_page_mask(h)) return -EINVAL" (SHM_RND rounded to
+            // SHMLBA only).
+            if !(addr as u64).is_multiple_of(h.page()) {
+                return Err(Errno::EINVAL);
+            }
+            huge::open(a, b.serial, h, access)?.0
+        }
+        None => fs::open(&segment_path(a, b.serial), access | libc::O_NOFOLLOW, 0).map_err(
+            |e| match e {
+                // The segment's file refuses this caller (a process that
+                // changed uid in a namespace not created shared): the
+                // file's permissions are the namespace's boundary.
+                Errno::EACCES | Errno::EPERM => Errno::EACCES,
+                // Gone: removed meanwhile.
+                _ => Errno::EIDRM,
+            },
+        )?,
+    };
+    let len = b
+        .map_len()
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or(Errno::ENOMEM)?;
+    // A huge page segment's pages past its file's end would fault with
+    // SIGBUS: a size its file does not have (a record no shmget wrote)
+    // names no segment ipcns can map.
+    if b.huge.is_some() && !file.stat().is_ok_and(|m| m.size >= len as u64) {
+        return Err(Errno::EIDRM);
+    }
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }
         | if exec { libc::PROT_EXEC } else { 0 };
-    crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
+    let mapped = crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
         Errno::EEXIST => Errno::EINVAL,
         Errno::EACCES | Errno::EPERM => Errno::EACCES,
         _ => Errno::ENOMEM,
-    })
+    })?;
+    Ok((mapped, len))
 }
 
-/// Unmaps an attachment of `size` bytes at `addr`.
-pub(crate) fn unmap(addr: usize, size: u64) {
-    crate::arena::map::unmap_segment(addr, (size.div_ceil(4096) * 4096) as usize);
+/// Unmaps an attachment of `len` bytes (as [`map_segment`] mapped) at
+/// `addr`.
+pub(crate) fn unmap(addr: usize, len: usize) {
+    crate::arena::map::unmap_segment(addr, len);
+}
+
+/// Resident bytes of segment `s` as the kernel counts them
+/// (shm_add_rss_swap): its file's blocks; for a huge page segment,
+/// `pages_per_huge_page(h) * mapping->nrpages` pages, nrpages counting
+/// 4 KiB pages, so the bytes resident times the huge page's 4 KiB pages.
+pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
+    let serial = s.serial.load(Relaxed);
+    match Huge::of(s) {
+        Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
+        Ok(None) => fs::lstat(&segment_path(a, serial)).map_or(0, |m| m.blocks.saturating_mul(512)),
+        Err(_) => 0,
+    }
+}
+
+/// Removes the huge page segment files of the arena `id` owned by `owner`
+/// (the namespace is being removed).
+pub(crate) fn remove_huge_dirs(id: &crate::sys::Stat, owner: u32) {
+    huge::remove_dirs(id, owner);
 }
 
 /// The backing file of the segment with serial `serial`,
@@ -94,9 +170,18 @@ impl Kind for ShmKind {
     }
 
     fn release(a: &Arena, s: &ShmSlot) {
+        let huge = Huge::of(s);
         let serial = s.serial.swap(0, Relaxed);
+        Huge::store(None, s);
         if serial != 0 {
-            let _ = fs::unlink(&segment_path(a, serial));
+            match huge {
+                Ok(Some(h)) => huge::unlink(a, serial, &h),
+                Ok(None) => {
+                    let _ = fs::unlink(&segment_path(a, serial));
+                }
+                // A record no shmget wrote names no file to remove.
+                Err(_) => {}
+            }
         }
     }
 
@@ -163,25 +248,31 @@ impl Namespace {
             Some(t) if t <= lim.shmall.load(Relaxed) => {}
             _ => return Err(Errno::ENOSPC),
         }
-        // SHM_HUGETLB: ipcns has no huge page pool: the kernel's checks
-        // (size encoding EINVAL, permission EPERM), then ENOMEM as when
-        // its pool cannot reserve the pages (`huge.rs`).
-        if shmflg & abi::SHM_HUGETLB != 0 {
-            return Err(huge::refuse(cred, shmflg));
-        }
-        // shmem_kernel_file_setup accounts the memory unless SHM_NORESERVE
-        // (security_vm_enough_memory): refuse what Linux would refuse here.
-        if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
-            return Err(Errno::ENOMEM);
-        }
-        // The backing file, before an index is taken (shmem_kernel_file_setup
-        // precedes ipc_addid).
-        // A file that cannot be made (a full tmpfs, a segment directory
-        // that is not the namespace's) is shmem_kernel_file_setup failing:
-        // ENOMEM, as shmem_get_inode's failure gives.
+        // The backing file, before an index is taken (hugetlb_file_setup
+        // and shmem_kernel_file_setup precede ipc_addid).
         let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-        let Ok(path) = arena::create_segment(a.path(), a.id(), serial, size) else {
-            return Err(Errno::ENOMEM);
+        let (huge, path) = if shmflg & abi::SHM_HUGETLB != 0 {
+            // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
+            // permission EPERM), then a file on a hugetlbfs mount with its
+            // pages reserved, or ENOMEM as when the pool cannot reserve
+            // them (`huge.rs`).
+            let (h, path) = huge::create(a, cred, shmflg, size, serial)?;
+            (Some(h), path)
+        } else {
+            // shmem_kernel_file_setup accounts the memory unless
+            // SHM_NORESERVE (security_vm_enough_memory): refuse what Linux
+            // would refuse here.
+            if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
+                return Err(Errno::ENOMEM);
+            }
+            // A file that cannot be made (a full tmpfs, a segment
+            // directory that is not the namespace's) is
+            // shmem_kernel_file_setup failing: ENOMEM, as shmem_get_inode's
+            // failure gives.
+            let Ok(path) = arena::create_segment(a.path(), a.id(), serial, size) else {
+                return Err(Errno::ENOMEM);
+            };
+            (None, path)
         };
         let stored = core::cell::Cell::new(false);
         let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
@@ -193,6 +284,7 @@ impl Namespace {
             s.lpid.store(0, Relaxed);
             s.nattch.store(0, Relaxed);
             s.serial.store(serial, Relaxed);
+            Huge::store(huge.as_ref(), s);
             s.creator_start.store(cred.start_time, Relaxed);
             stored.set(true);
             Ok(())
@@ -309,6 +401,12 @@ impl Namespace {
                 }
                 let _g = lock_object::<ShmKind>(a, s)?;
                 still_valid(&f)?;
+                // shmctl_do_lock: "if (is_file_hugepages(shm_file)) goto
+                // out_unlock0;" with err 0: a huge page segment is neither
+                // locked nor unlocked, and SHM_LOCKED is not set.
+                if !matches!(Huge::of(s), Ok(None)) {
+                    return Ok(0);
+                }
                 let mode = h.mode.load(Relaxed);
                 if cmd == abi::SHM_LOCK {
                     // user_shm_lock: the segment must fit the caller's limit.
@@ -381,16 +479,13 @@ fn enough_memory(pages: u64) -> bool {
     }
 }
 
-/// `shm_rss`: resident pages over all segments (their files' blocks).
+/// `shm_rss`: resident pages over all segments ([`rss_bytes`]).
 fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
     let bm: &Bitmap<'_> = &reg.bm();
     let mut pages: u64 = 0;
     for idx in bm.iter() {
         let s = registry::slot::<ShmKind>(a, idx)?;
-        let serial = s.serial.load(Relaxed);
-        if let Ok(m) = fs::lstat(&segment_path(a, serial)) {
-            pages = pages.saturating_add((m.blocks * 512) >> PAGE_SHIFT);
-        }
+        pages = pages.saturating_add(rss_bytes(a, s) >> PAGE_SHIFT);
     }
     Ok(pages)
 }

@@ -1,5 +1,5 @@
 //! An owned file descriptor and the calls made on one: read, stat, chmod,
-//! truncate, allocate.
+//! truncate, allocate, statfs.
 //!
 //! # Safety
 //! Every call passes the descriptor this `Fd` owns (open until its drop)
@@ -108,6 +108,23 @@ impl Fd {
     /// `fstat(fd)` (statx with `AT_EMPTY_PATH`).
     pub fn stat(&self) -> Result<Stat, Errno> {
         statx_fd(self.0)
+    }
+
+    /// `fstatfs(fd)`: the file system's type (`f_type`) and block size
+    /// (`f_bsize`, the huge page size on hugetlbfs).
+    pub fn statfs(&self) -> Result<(u64, u64), Errno> {
+        // SAFETY: `libc::statfs` is plain data: all zeroes is a valid value.
+        let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: a pointer to a buffer of the structure's exact size,
+        // which we own, for the call.
+        unsafe {
+            syscall2(
+                libc::SYS_fstatfs,
+                self.0 as usize,
+                (&raw mut buf) as usize,
+            )
+        }?;
+        Ok((buf.f_type as u64, buf.f_bsize as u64))
     }
 
     /// `fchmod(fd, mode)`.
