@@ -31,7 +31,7 @@ fn entry_idx(e: u64) -> Option<u32> {
     (e as u32).checked_sub(1)
 }
 
-fn home(key: i32, cap: u32) -> u32 {
+pub(crate) fn home(key: i32, cap: u32) -> u32 {
     // The key's low bits with its high bits folded in: keys that differ
     // anywhere land apart, and consecutive keys (the common `k++` and
     // ftok patterns) land in consecutive slots, so a run of lookups walks

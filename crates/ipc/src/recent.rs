@@ -20,6 +20,20 @@
 //! which remembers what it finds. The key table itself is never read
 //! without the lock: a table that grows is freed, and its pages may be
 //! returned to the system.
+//!
+//! Each mechanism has [`N`] entries (as many as the default `ipc_mni`
+//! allows objects), indexed as the key table indexes keys (`keys::home`:
+//! consecutive keys, the `k++` and ftok patterns, never collide), so the
+//! cost of a lookup does not grow with the number of keys in use. The
+//! entries are allocated zeroed (`calloc`: untouched pages cost nothing),
+//! so a process pays 16 bytes of memory per key it has looked up.
+//!
+//! # Safety
+//! [`Recent::new`] allocates the entries with `alloc_zeroed` and takes
+//! ownership of them as a boxed slice of `AtomicU64`: all-zero bits are a
+//! valid `AtomicU64`, the layout is the slice's own, and a null result is
+//! handled (no cache: every lookup takes the lock).
+#![allow(unsafe_code)]
 
 use crate::arena::Arena;
 use crate::arena::layout::Mech;
@@ -32,47 +46,55 @@ use crate::registry::{self, Kind};
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use core::sync::atomic::{AtomicU64, fence};
 
-/// Keys remembered per namespace (all mechanisms together).
-const N: usize = 256;
+/// Keys remembered per mechanism (a power of two).
+const N: usize = 32768;
 
-/// One remembered key: `key << 32 | (idx + 1)` (0: empty) and the slot's
+/// Words per entry: `key << 32 | (idx + 1)` (0: empty) and the slot's
 /// generation. The two words may be read torn: whatever pair is read is
 /// checked against the slot itself.
-struct Entry {
-    kv: AtomicU64,
-    generation: AtomicU64,
-}
+const WORDS: usize = 2;
 
 /// The keys this process found in one namespace (process-local).
 pub struct Recent {
-    e: [Entry; N],
+    /// `3 * N` entries of [`WORDS`] words, mechanism by mechanism; empty
+    /// if they could not be allocated.
+    w: Box<[AtomicU64]>,
 }
 
 impl Recent {
-    pub fn new() -> Box<Recent> {
-        Box::new(Recent {
-            e: [const {
-                Entry {
-                    kv: AtomicU64::new(0),
-                    generation: AtomicU64::new(0),
-                }
-            }; N],
-        })
+    pub fn new() -> Recent {
+        let len = 3 * N * WORDS;
+        let Ok(layout) = std::alloc::Layout::array::<AtomicU64>(len) else {
+            return Recent { w: Box::new([]) };
+        };
+        // SAFETY: a non-zero layout; see the module's `# Safety`.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+        if p.is_null() {
+            return Recent { w: Box::new([]) };
+        }
+        // SAFETY: `p` is a fresh allocation of `len` zeroed `AtomicU64`s
+        // with the global allocator and this very layout, owned by the box
+        // from here on.
+        let w = unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(p, len)) };
+        Recent { w }
     }
 
+    /// The two words of `key`'s entry (none without a cache).
     #[inline(always)]
-    fn entry(&self, mech: Mech, key: i32) -> &Entry {
-        let h = (u64::from(key as u32) | (mech as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        &self.e[(h >> 56) as usize % N]
+    fn entry(&self, mech: Mech, key: i32) -> Option<(&AtomicU64, &AtomicU64)> {
+        let i = (mech as usize * N + crate::keys::home(key, N as u32) as usize) * WORDS;
+        Some((self.w.get(i)?, self.w.get(i + 1)?))
     }
 
     /// Remembers that `key` is the object of generation `generation` at
     /// `idx`.
     pub fn remember(&self, mech: Mech, key: i32, idx: u32, generation: u64) {
-        let e = self.entry(mech, key);
-        e.kv.store(0, Relaxed);
-        e.generation.store(generation, Relaxed);
-        e.kv.store(
+        let Some((kv, g)) = self.entry(mech, key) else {
+            return;
+        };
+        kv.store(0, Relaxed);
+        g.store(generation, Relaxed);
+        kv.store(
             u64::from(key as u32) << 32 | (u64::from(idx) + 1),
             Relaxed,
         );
@@ -80,13 +102,13 @@ impl Recent {
 
     #[inline(always)]
     fn recall(&self, mech: Mech, key: i32) -> Option<(u32, u64)> {
-        let e = self.entry(mech, key);
-        let kv = e.kv.load(Relaxed);
+        let (kv, g) = self.entry(mech, key)?;
+        let kv = kv.load(Relaxed);
         if (kv >> 32) as u32 != key as u32 {
             return None;
         }
         let idx = (kv as u32).checked_sub(1)?;
-        Some((idx, e.generation.load(Relaxed)))
+        Some((idx, g.load(Relaxed)))
     }
 }
 

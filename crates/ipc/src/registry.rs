@@ -234,6 +234,12 @@ impl<'a> Reg<'a> {
         // Release: lockless lookups that see LIVE (Acquire) see the fields.
         h.state.store(LIVE, Release);
         self.journal(JOURNAL_NONE, 0, 0);
+        if key != IPC_PRIVATE {
+            // The creator is likely to look its key up again (`recent.rs`).
+            self.a
+                .recent()
+                .remember(K::MECH, key, idx, h.generation.load(Relaxed));
+        }
         Ok(l.make_id(seq, idx))
     }
 

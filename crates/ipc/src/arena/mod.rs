@@ -130,7 +130,7 @@ pub struct Arena {
     /// The heap's per-cpu caches, if this process may use them.
     caches: Option<crate::heap::Caches>,
     /// Keys this process found (`recent.rs`).
-    recent: Box<crate::recent::Recent>,
+    recent: crate::recent::Recent,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
