@@ -109,6 +109,28 @@ pub fn ino(fd: i32) -> Option<u64> {
     Some(unsafe { st.assume_init() }.st_ino)
 }
 
+/// Up to `len` bytes of `fd` from offset 0.
+pub fn pread(fd: i32, len: usize) -> Result<Vec<u8>, i32> {
+    let mut buf = vec![0u8; len];
+    // SAFETY: the kernel writes at most `len` bytes into our buffer of
+    // that length.
+    let n = result(unsafe {
+        raw(
+            libc::SYS_pread64,
+            [
+                fd as c_long,
+                buf.as_mut_ptr() as c_long,
+                len as c_long,
+                0,
+                0,
+                0,
+            ],
+        )
+    })?;
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
 /// `fd`'s file offset.
 pub fn offset(fd: i32) -> Result<i64, i32> {
     // SAFETY: integers only (SEEK_CUR = 1).

@@ -201,6 +201,7 @@ pub fn resolve_all() {
         &FOPEN,
         &FOPEN64,
         &WRITE,
+        &CLOSE,
         &DUP,
         &DUP2,
         &DUP3,
@@ -342,6 +343,7 @@ pub static FOPEN64: Next = Next::new(c"fopen64");
 pub static WRITE: Next = Next::new(c"write");
 pub static PWRITE: Next = Next::new(c"pwrite");
 pub static PWRITE64: Next = Next::new(c"pwrite64");
+pub static CLOSE: Next = Next::new(c"close");
 pub static DUP: Next = Next::new(c"dup");
 pub static DUP2: Next = Next::new(c"dup2");
 pub static DUP3: Next = Next::new(c"dup3");

@@ -271,6 +271,7 @@ extern "C" fn on_load() {
 /// at `dlclose`; `_exit` and SIGKILL are cleaned up by the reapers.
 extern "C" fn on_unload() {
     let _ = std::panic::catch_unwind(|| {
+        crate::procfs::closing_all();
         if let Some(ns) = state::opened() {
             let _ = ns.exit_ending();
         }

@@ -331,9 +331,44 @@ pub extern "C" fn dup(fd: c_int) -> c_int {
     )
 }
 
+/// Before a call closes `fd` (close, or dup2/dup3 replacing it): text
+/// written on an emulated sysctl that our `write` did not see is applied
+/// (`procfs::closing`).
+fn before_close(fd: c_int) {
+    if procfs::track::any() && procfs::track::get(fd).is_some() {
+        let _ = std::panic::catch_unwind(|| procfs::closing(fd));
+    }
+}
+
+/// `int close(int fd)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn close(fd: c_int) -> c_int {
+    before_close(fd);
+    let r = match next::CLOSE.get() {
+        Some(f) => {
+            type F = unsafe extern "C" fn(c_int) -> c_int;
+            // SAFETY: close's prototype.
+            let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+            // SAFETY: the program's argument, passed on.
+            unsafe { f(fd) }
+        }
+        // SAFETY: as above, to the system call.
+        None => unsafe {
+            next::__wrap_syscall(libc::SYS_close, fd as c_long, 0, 0, 0, 0, 0) as c_int
+        },
+    };
+    if procfs::track::any() {
+        procfs::track::forget(fd);
+    }
+    r
+}
+
 /// `int dup2(int old, int new)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    if old != new {
+        before_close(new);
+    }
     dup_done(
         old,
         call_ints(
@@ -347,6 +382,9 @@ pub extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// `int dup3(int old, int new, int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if old != new {
+        before_close(new);
+    }
     dup_done(
         old,
         call_ints(

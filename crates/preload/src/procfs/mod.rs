@@ -84,7 +84,17 @@ fn open_in(ns: &ipcns_core::Namespace, t: Target, flags: i32) -> Result<i32, i32
     let fd = fd?;
     if let (true, Target::Sysctl(sysctl)) = (writing, t) {
         let tracked = kfile::ino(fd)
-            .map(|ino| track::track(fd, track::Entry { ino, sysctl }))
+            .map(|ino| {
+                let applied = false;
+                track::track(
+                    fd,
+                    track::Entry {
+                        ino,
+                        sysctl,
+                        applied,
+                    },
+                )
+            })
             .unwrap_or(false);
         if !tracked {
             kfile::close(fd);
@@ -120,7 +130,52 @@ pub fn before_write(fd: i32, buf: usize, len: usize, at: Option<i64>) -> Result<
     // kernel/sysctl.c proc_get_long: a number longer than its buffer is
     // EINVAL; one page is more than any valid text.
     let bytes = user::with_bytes(buf, len.min(4096), |b| b.to_vec()).map_err(Errno::raw)?;
+    track::mark_applied(e.ino);
     apply(e.sysctl, &bytes)
+}
+
+/// Before `fd` is closed (`close`, or replaced by `dup2`/`dup3`), and at
+/// exit: text written on a tracked descriptor without passing through the
+/// exported `write` (stdio's own writes: bash's builtin `echo 5 >
+/// /proc/sys/...`) is applied now, as the kernel applied it when it was
+/// written; its error has no call left to fail. Only text written from
+/// offset 0 on a description that no `write` of ours has applied counts.
+pub fn closing(fd: i32) {
+    let Some(e) = track::get(fd) else {
+        return;
+    };
+    if kfile::ino(fd) != Some(e.ino) {
+        track::forget(fd);
+        return;
+    }
+    if e.applied {
+        return;
+    }
+    let end = match kfile::offset(fd) {
+        Ok(n) if n > 0 => n.min(4096) as usize,
+        _ => return,
+    };
+    // The descriptor may be write-only: the bytes are read on a new
+    // description of the same memfd.
+    let Ok(r) = kfile::reopen(fd, libc::O_RDONLY | libc::O_CLOEXEC) else {
+        return;
+    };
+    let text = kfile::pread(r, end);
+    kfile::close(r);
+    track::mark_applied(e.ino);
+    if let Ok(text) = text {
+        let _ = apply(e.sysctl, &text);
+    }
+}
+
+/// At exit: what `closing` does for every descriptor still open.
+pub fn closing_all() {
+    if !track::any() {
+        return;
+    }
+    for (fd, _) in track::all() {
+        closing(fd);
+    }
 }
 
 /// Applies `text` to sysctl `i` with the caller's credentials.

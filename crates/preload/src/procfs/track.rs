@@ -15,21 +15,26 @@ static SLOTS: [AtomicU64; MAX_FD] = [const { AtomicU64::new(0) }; MAX_FD];
 /// How many entries were ever made: 0 means `write` has nothing to check.
 static ANY: AtomicU32 = AtomicU32::new(0);
 
-/// A tracked descriptor: the memfd's inode and the sysctl's index.
+/// A tracked descriptor: the memfd's inode, the sysctl's index, and
+/// whether a write through the exported `write` applied text already.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub ino: u64,
     pub sysctl: usize,
+    pub applied: bool,
 }
 
+const APPLIED: u64 = 0x80;
+
 fn pack(e: Entry) -> u64 {
-    (e.ino << 8) | (e.sysctl as u64 + 1)
+    (e.ino << 8) | if e.applied { APPLIED } else { 0 } | (e.sysctl as u64 + 1)
 }
 
 fn unpack(w: u64) -> Option<Entry> {
     (w != 0).then(|| Entry {
         ino: w >> 8,
-        sysctl: ((w & 0xff) - 1) as usize,
+        sysctl: ((w & 0x7f).saturating_sub(1)) as usize,
+        applied: w & APPLIED != 0,
     })
 }
 
@@ -45,7 +50,7 @@ pub fn track(fd: i32, e: Entry) -> bool {
     let Some(s) = usize::try_from(fd).ok().and_then(|i| SLOTS.get(i)) else {
         return false;
     };
-    if e.ino >= 1 << 56 || e.sysctl >= 255 {
+    if e.ino >= 1 << 56 || e.sysctl >= 127 {
         return false;
     }
     s.store(pack(e), Relaxed);
@@ -64,6 +69,25 @@ pub fn forget(fd: i32) {
     if let Some(s) = usize::try_from(fd).ok().and_then(|i| SLOTS.get(i)) {
         s.store(0, Relaxed);
     }
+}
+
+/// Every descriptor on the memfd `ino` (one open file description, or its
+/// duplicates) has had text applied.
+pub fn mark_applied(ino: u64) {
+    for s in &SLOTS {
+        let w = s.load(Relaxed);
+        if unpack(w).is_some_and(|e| e.ino == ino) {
+            s.store(w | APPLIED, Relaxed);
+        }
+    }
+}
+
+/// The tracked descriptors.
+pub fn all() -> impl Iterator<Item = (i32, Entry)> {
+    SLOTS
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i as i32, unpack(s.load(Relaxed))?)))
 }
 
 /// `new` is now a duplicate of `old` (dup, dup2, dup3, F_DUPFD).
@@ -87,11 +111,15 @@ mod tests {
         let e = Entry {
             ino: 123456,
             sysctl: 4,
+            applied: false,
         };
         assert!(track(1000, e));
         assert_eq!(get(1000), Some(e));
         copy(1000, 1001);
         assert_eq!(get(1001), Some(e));
+        mark_applied(123456);
+        assert_eq!(get(1001), Some(Entry { applied: true, ..e }));
+        assert!(all().any(|(fd, x)| fd == 1000 && x.applied));
         forget(1000);
         assert_eq!(get(1000), None);
         assert!(!track(5000, e));

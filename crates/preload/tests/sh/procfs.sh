@@ -14,6 +14,15 @@ echo 100 200 > /proc/sys/kernel/msgmax
 cat /proc/sys/kernel/msgmax
 printf '300' | dd of=/proc/sys/kernel/shmmni status=none
 cat /proc/sys/kernel/shmmni
+# bash's builtin echo writes through stdio's own write call (applied when
+# the redirection is undone, or the descriptor closed).
+if command -v bash >/dev/null; then
+  bash -c 'echo 250 > /proc/sys/kernel/shmmni; echo 9000 > /proc/sys/kernel/msgmax'
+  bash -c 'exec 3>/proc/sys/kernel/msgmnb; echo 20000 >&3; exec 3>&-'
+  bash -c 'echo 12 > /proc/sys/kernel/sem_next_id'
+fi
+cat /proc/sys/kernel/shmmni /proc/sys/kernel/msgmax /proc/sys/kernel/msgmnb
+cat /proc/sys/kernel/sem_next_id
 ipcmk -S 3 >/dev/null; ipcmk -M 8192 >/dev/null
 ipcs | mask
 ipcs -s -i 0 | mask
