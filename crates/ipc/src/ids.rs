@@ -188,9 +188,10 @@ pub fn is_used(a: &Arena, m: Mech, idx: u32) -> bool {
             .is_ok_and(|w| w.load(Relaxed) & (1 << (idx % 64)) != 0)
 }
 
-/// `ipc_idr_alloc`: picks an index and its sequence number and marks the
-/// index used. The caller has checked the in-use limit (`ipc_addid`).
-/// Returns `(idx, seq)`; ENOSPC when no index is free.
+/// `ipc_idr_alloc`: picks a free index and its sequence number. The caller
+/// has checked the in-use limit (`ipc_addid`), and marks the index used
+/// once its slot's page is reserved (a lookup by id reads a slot whose bit
+/// it sees set). Returns `(idx, seq)`; ENOSPC when no index is free.
 pub fn alloc(reg: &Registry, bm: &Bitmap<'_>, l: &Layout) -> Result<(u32, u32), Errno> {
     let next_id = reg.next_id.load(Relaxed);
     let (idx, seq) = if next_id < 0 {
@@ -232,6 +233,5 @@ pub fn alloc(reg: &Registry, bm: &Bitmap<'_>, l: &Layout) -> Result<(u32, u32), 
             .ok_or(Errno::ENOSPC)?;
         (idx, l.seq_of(next_id))
     };
-    bm.set(idx);
     Ok((idx, seq))
 }

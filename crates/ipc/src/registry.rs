@@ -196,12 +196,12 @@ impl<'a> Reg<'a> {
         }
         let (idx, seq) = ids::alloc(self.r, &self.bm(), l)?;
         // The slot's page must exist before it is touched (a full tmpfs
-        // gives ENOMEM here, never SIGBUS later); as ipc_addid does when a
-        // later step fails, the index goes back but the sequence stays.
-        if let Err(e) = self.bm().reserve_slot(self.a, K::MECH, idx) {
-            self.bm().clear(idx);
-            return Err(e);
-        }
+        // gives ENOMEM here, never SIGBUS later), and before the index is
+        // marked used: lookups by id read the slots of used indexes without
+        // the registry lock. As ipc_addid does when a later step fails, the
+        // index goes back but the sequence stays.
+        self.bm().reserve_slot(self.a, K::MECH, idx)?;
+        self.bm().set(idx);
         let s = slot::<K>(self.a, idx)?;
         let h = s.head();
         self.journal(JOURNAL_CREATE, idx, key);

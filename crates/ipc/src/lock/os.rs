@@ -40,9 +40,9 @@ thread_local! {
 /// This thread's identity as a lock word names it (tag << 32 | tid), found
 /// once per thread (and again in a forked child, whose tid differs).
 ///
-/// Looked up in [`IDS`] by thread pointer, not in a thread-local: in a
-/// shared object (libipcns.so) a thread-local costs a `__tls_get_addr`
-/// call, and every lock and unlock asks for the identity.
+/// Looked up in a table by thread pointer (`ids`), not in a thread-local:
+/// in a shared object (libipcns.so) a thread-local costs a
+/// `__tls_get_addr` call, and every lock and unlock asks for the identity.
 #[inline]
 fn me() -> u64 {
     let generation = FORKS.load(core::sync::atomic::Ordering::Relaxed) + 1;
@@ -57,7 +57,9 @@ fn me() -> u64 {
 #[inline(never)]
 fn me_slow(tp: usize, generation: u64) -> u64 {
     let (g, who) = ME.with(Cell::get);
-    let who = if g == generation {
+    // The thread-local too is checked against the thread's `tid` word: a
+    // child made by `_Fork` (no fork handler) has its parent's.
+    let who = if g == generation && ids::tid_matches(tp, who) {
         who
     } else {
         identify(generation)
@@ -68,15 +70,80 @@ fn me_slow(tp: usize, generation: u64) -> u64 {
 
 /// Thread identities by thread pointer: a table of entries each owned by
 /// one live thread, cleared by that thread's exit (a thread-local
-/// destructor), so a later thread given the same control block never finds
-/// its predecessor's identity. Entries of the fork generation before the
-/// current one are stale (their threads are not in this process) and may
-/// be taken. A thread whose entry is taken by another live thread uses the
-/// thread-local alone.
+/// destructor). An entry is believed only if the thread's own `tid` word
+/// (glibc's, at a fixed offset from the thread pointer, kept by the kernel
+/// through CLONE_CHILD_SETTID/CLEARTID and set again in a fork child)
+/// still holds the tid the entry names: so a thread given the control
+/// block of one that exited without running its destructors (a raw
+/// `exit`, or a first call from a pthread-key destructor, after the
+/// thread-locals' destructors ran) never takes that thread's identity.
+/// The offset is learnt from `PR_GET_TID_ADDRESS`; without it the table is
+/// not used. Entries of the fork generation before the current one are
+/// stale and may be taken. A thread whose entry is taken by another live
+/// thread uses the thread-local alone.
 mod ids {
+    use super::TID_MASK;
+    use crate::sys;
     use core::cell::Cell;
     use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-    use core::sync::atomic::{AtomicU64, AtomicUsize, fence};
+    use core::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, fence};
+
+    /// The offset of a thread's `tid` word from its thread pointer, or one
+    /// of [`UNKNOWN`], [`UNUSABLE`].
+    static TID_OFF: AtomicIsize = AtomicIsize::new(UNKNOWN);
+    const UNKNOWN: isize = isize::MIN;
+    const UNUSABLE: isize = isize::MIN + 1;
+
+    /// Learns (or checks again, on each new thread) where the thread's
+    /// `tid` word is; any disagreement, or no `PR_GET_TID_ADDRESS`, turns
+    /// the table off for good.
+    pub(super) fn learn_tid_offset() {
+        let tp = sys::process::thread_pointer();
+        let off = match sys::process::tid_address() {
+            Ok(a) if a != 0 => (a as isize).wrapping_sub(tp as isize),
+            _ => UNUSABLE,
+        };
+        // glibc keeps it inside the thread's descriptor, next to the
+        // thread pointer (after it on x86-64, before it on aarch64).
+        let off = if (-4096..4096).contains(&off) && off % 4 == 0 {
+            off
+        } else {
+            UNUSABLE
+        };
+        let off = if off != UNUSABLE && tid_word(tp, off) != sys::process::gettid() as u32 {
+            UNUSABLE
+        } else {
+            off
+        };
+        let was = TID_OFF.load(Relaxed);
+        if was == UNKNOWN {
+            let _ = TID_OFF.compare_exchange(UNKNOWN, off, Relaxed, Relaxed);
+        } else if was != off {
+            TID_OFF.store(UNUSABLE, Relaxed);
+        }
+    }
+
+    /// The calling thread's `tid` word.
+    #[inline(always)]
+    fn tid_word(tp: usize, off: isize) -> u32 {
+        // SAFETY: `off` was found by `learn_tid_offset` as the distance from
+        // a thread pointer to the address the kernel clears at that thread's
+        // exit, inside glibc's descriptor of the thread, and checked to hold
+        // its tid; the calling thread's own descriptor is mapped for as
+        // long as it runs (its thread pointer names it). A volatile read:
+        // the kernel writes the word.
+        unsafe { core::ptr::read_volatile(tp.wrapping_add_signed(off) as *const u32) }
+    }
+
+    /// Whether `who` names the thread the calling thread's `tid` word
+    /// names (true when that cannot be told).
+    #[inline(always)]
+    pub(super) fn tid_matches(tp: usize, who: u64) -> bool {
+        match TID_OFF.load(Relaxed) {
+            UNKNOWN | UNUSABLE => true,
+            off => u64::from(tid_word(tp, off)) == who & TID_MASK,
+        }
+    }
 
     /// One thread's identity: a small seqlock (`key` the thread pointer;
     /// 0 free, [`BUSY`] being written).
@@ -110,6 +177,10 @@ mod ids {
     /// The identity recorded for `tp` in `generation`.
     #[inline(always)]
     pub(super) fn find(tp: usize, generation: u64) -> Option<u64> {
+        let off = TID_OFF.load(Relaxed);
+        if off == UNKNOWN || off == UNUSABLE {
+            return None;
+        }
         let e = entry(tp);
         // Acquire, then the fence before the second look: pairs with the
         // writer's Release (a torn read shows as a changed key).
@@ -118,13 +189,17 @@ mod ids {
         }
         let (g, who) = (e.generation.load(Relaxed), e.who.load(Relaxed));
         fence(Acquire);
-        (e.key.load(Relaxed) == tp && g == generation).then_some(who)
+        (e.key.load(Relaxed) == tp
+            && g == generation
+            && u64::from(tid_word(tp, off)) == who & TID_MASK)
+            .then_some(who)
     }
 
     /// Records `who` for `tp` if its entry is free, this thread's own, or
     /// stale; arranges for it to be cleared when the thread exits.
     pub(super) fn enter(tp: usize, generation: u64, who: u64) {
-        if tp <= BUSY {
+        let off = TID_OFF.load(Relaxed);
+        if tp <= BUSY || off == UNKNOWN || off == UNUSABLE || !tid_matches(tp, who) {
             return;
         }
         // The exit hook first: a thread whose thread-locals are gone (it
@@ -162,6 +237,7 @@ mod ids {
 
 #[cold]
 fn identify(generation: u64) -> u64 {
+    ids::learn_tid_offset();
     AT_FORK.get_or_init(|| {
         // SAFETY: registers a child handler that only bumps an atomic.
         unsafe { libc::pthread_atfork(None, None, Some(in_child)) };

@@ -276,3 +276,86 @@ fn a_thread_never_takes_an_exited_threads_identity() {
     reap(pid);
     assert_eq!(flag.load(Ordering::Relaxed), 2, "the fork child's identity");
 }
+
+/// Runs `body(arg)` on a new pthread and joins it.
+fn on_pthread(body: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, arg: *mut libc::c_void) {
+    let mut t: libc::pthread_t = 0;
+    // SAFETY: a valid start routine and an argument it understands.
+    let made = unsafe { libc::pthread_create(&mut t, core::ptr::null(), body, arg) };
+    assert_eq!(made, 0);
+    // SAFETY: joins the thread just made.
+    let joined = unsafe { libc::pthread_join(t, core::ptr::null_mut()) };
+    assert_eq!(joined, 0);
+}
+
+/// A thread's identity, tid and thread pointer, as it sees them.
+extern "C" fn ask(out: *mut libc::c_void) -> *mut libc::c_void {
+    let v = [
+        RealOs.me(),
+        crate::sys::process::gettid() as u64,
+        crate::sys::process::thread_pointer() as u64,
+    ];
+    // SAFETY: `out` points at the caller's `[u64; 3]`, alive until the join.
+    unsafe { *(out as *mut [u64; 3]) = v };
+    core::ptr::null_mut()
+}
+
+static DEAD_TP: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn key_destructor(_: *mut libc::c_void) {
+    let _ = RealOs.me();
+    DEAD_TP.store(crate::sys::process::thread_pointer(), Ordering::Relaxed);
+}
+
+extern "C" fn set_key(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: a key made by the test; the value is a marker.
+    unsafe {
+        libc::pthread_setspecific(
+            arg as usize as libc::pthread_key_t,
+            core::ptr::dangling::<libc::c_void>(),
+        )
+    };
+    core::ptr::null_mut()
+}
+
+extern "C" fn raw_exit(_: *mut libc::c_void) -> *mut libc::c_void {
+    let _ = RealOs.me();
+    DEAD_TP.store(crate::sys::process::thread_pointer(), Ordering::Relaxed);
+    // SAFETY: ends this thread without glibc's exit path (what a program
+    // issuing the system call itself does); the kernel still clears its
+    // tid word, so the join returns.
+    unsafe { libc::syscall(libc::SYS_exit, 0) };
+    core::ptr::null_mut()
+}
+
+/// Asks a new thread (on the dead one's control block if glibc reuses it)
+/// for its identity, and checks it is its own.
+fn next_thread_is_itself(what: &str) {
+    let mut out = [0u64; 3];
+    on_pthread(ask, (&raw mut out).cast());
+    let reused = out[2] == DEAD_TP.load(Ordering::Relaxed) as u64;
+    eprintln!("{what}: control block reused: {reused}");
+    assert_eq!(
+        out[0] & super::TID_MASK,
+        out[1],
+        "{what}: another thread's identity"
+    );
+}
+
+#[test]
+fn an_identity_first_asked_in_a_key_destructor_is_not_inherited() {
+    // glibc runs pthread-key destructors after the thread-locals' own, so
+    // the entry made there is never cleared by the thread's exit.
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: out-pointer to a local; the destructor is a plain function.
+    let made = unsafe { libc::pthread_key_create(&mut key, Some(key_destructor)) };
+    assert_eq!(made, 0);
+    on_pthread(set_key, key as usize as *mut libc::c_void);
+    next_thread_is_itself("key destructor");
+}
+
+#[test]
+fn an_identity_of_a_thread_that_exited_raw_is_not_inherited() {
+    on_pthread(raw_exit, core::ptr::null_mut());
+    next_thread_is_itself("raw exit");
+}

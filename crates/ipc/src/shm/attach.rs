@@ -78,13 +78,13 @@ const _: () = {
 };
 
 /// The length entry `e` says is mapped, checked as anything read from the
-/// arena: 4 KiB aligned, at least the size, at most a huge page (1 GiB)
-/// more; else the size rounded to 4 KiB.
+/// arena: 4 KiB aligned, at least the size, at most a huge page (16 GiB,
+/// the largest a record may name) more; else the size rounded to 4 KiB.
 fn mapped_len(e: &Attach) -> usize {
     let size = e.size.load(Relaxed);
     let small = size.div_ceil(4096).saturating_mul(4096);
     let len = e.len.load(Relaxed);
-    let len = if len != 0 && len.is_multiple_of(4096) && len >= size && len - size < 1 << 30 {
+    let len = if len != 0 && len.is_multiple_of(4096) && len >= size && len - size < 1 << 34 {
         len
     } else {
         small
@@ -436,6 +436,9 @@ impl Namespace {
                 forget(a, me, o)?;
             }
         }
+        // What this image mapped, for shmdt (`mapped.rs`).
+        super::mapped::forget_inside(mapped, mapped.saturating_add(len));
+        super::mapped::record(mapped, len);
         crate::fork::register(a);
         Ok(mapped)
     }
@@ -462,8 +465,17 @@ impl Namespace {
         let Some(off) = found else {
             return Err(Errno::EINVAL);
         };
-        let len = mapped_len(entry(a, off)?);
-        super::unmap(shmaddr, len);
+        // The length this image mapped there; the arena's (bounded) only if
+        // the table had no room. An attachment the table does not know was
+        // not mapped by this image: counted off, nothing unmapped.
+        let len = match super::mapped::take(shmaddr) {
+            Some(len) => Some(len),
+            None if super::mapped::full() => Some(mapped_len(entry(a, off)?)),
+            None => None,
+        };
+        if let Some(len) = len {
+            super::unmap(shmaddr, len);
+        }
         uncount(a, off, cred.pid)?;
         forget(a, me, off)?;
         Ok(0)

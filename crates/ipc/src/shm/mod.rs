@@ -35,6 +35,7 @@ pub(crate) struct ShmKind;
 
 pub mod attach;
 mod huge;
+mod mapped;
 
 use huge::Huge;
 

@@ -56,6 +56,22 @@ pub fn sched_yield() {
     let _ = unsafe { syscall0(libc::SYS_sched_yield) };
 }
 
+/// `prctl(PR_GET_TID_ADDRESS)`: the address the kernel clears at this
+/// thread's exit (`clear_child_tid`; glibc points it at the thread's own
+/// `tid` word). ENOSYS/EINVAL on kernels without it.
+pub fn tid_address() -> Result<usize, Errno> {
+    let mut addr: usize = 0;
+    // SAFETY: the kernel writes one pointer-sized word into `addr`.
+    unsafe {
+        syscall2(
+            libc::SYS_prctl,
+            40, // PR_GET_TID_ADDRESS
+            &mut addr as *mut usize as usize,
+        )
+    }?;
+    Ok(addr)
+}
+
 /// The calling thread's thread pointer: the address of its control block,
 /// which no two live threads share (x86-64: the self pointer glibc keeps
 /// at `%fs:0`; aarch64: `tpidr_el0`).

@@ -32,8 +32,10 @@
 //! the program's own image while passing a pointer into it, or to unmap or
 //! protect any other buffer on another thread between the check and the
 //! copy of a call it was passed to (freeing memory one is passing to a
-//! system call). A buffer that another thread writes during the call may
-//! be read torn, as the kernel may read it.
+//! system call), or to pass a buffer in a shared file mapping whose page
+//! goes in that interval (its file truncated by another process, an I/O
+//! error reading it back). A buffer that another thread writes during the
+//! call may be read torn, as the kernel may read it.
 //!
 //! The direct path costs a comparison or two; a checked one a system call
 //! per page (about 150 ns here, half the kernel's own IPC call); a copy

@@ -12,8 +12,11 @@
 //! are checked here and then copied directly. What it does not cover: a
 //! buffer that another thread unmaps, or makes inaccessible, between the
 //! check and the copy, while this call is using it (a program that frees
-//! memory it is passing to a system call on another thread); the copy
-//! then faults as the program's own access to it would. The stack and
+//! memory it is passing to a system call on another thread), or whose page
+//! goes in that interval without any thread of ours (a shared file mapping
+//! whose file another process truncates, or whose page cannot be read
+//! back: an I/O error); the copy then faults as the program's own access
+//! to it would. The stack and
 //! image paths (`stack.rs`, `image.rs`) need no check; a buffer the probe
 //! cannot vouch for goes through the kernel's copy (`process_vm_*`), as
 //! before.
@@ -53,7 +56,15 @@ fn windows(addr: usize, len: usize) -> impl Iterator<Item = usize> {
 /// wrap, and no window can start at 0 (which `rt_sigprocmask` takes for
 /// "no set": nothing copied, success).
 fn checkable(addr: usize, len: usize) -> bool {
-    addr != 0 && len > 0 && addr.checked_add(len).is_some() && len <= MAX_PAGES * PAGE
+    // A page of room past the end: `windows` computes the next page
+    // boundary (no user buffer is in the address space's last page).
+    addr != 0
+        && len > 0
+        && addr
+            .checked_add(len)
+            .and_then(|e| e.checked_add(PAGE))
+            .is_some()
+        && len <= MAX_PAGES * PAGE
 }
 
 /// `rt_sigprocmask(how, set, oset, 8)`.
@@ -169,6 +180,10 @@ mod tests {
         assert!(readable(RO.as_ptr() as usize, 64));
         assert!(!writable(RO.as_ptr() as usize, 64));
         assert!(!readable(usize::MAX - 3, 8));
+        // The last page of the address space (a kernel address): left to
+        // the kernel's copy, no overflow.
+        assert!(!readable(usize::MAX - 4095, 8));
+        assert!(!writable(usize::MAX - 4095, 8));
         // NULL is no set to rt_sigprocmask: never taken for memory.
         assert!(!readable(0, 8));
         assert!(!writable(0, 8));

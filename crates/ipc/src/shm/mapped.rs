@@ -1,0 +1,99 @@
+//! The attachments this process image mapped, as it mapped them: `shmdt`
+//! unmaps the length this table holds, never one read from the arena,
+//! which a faulty or hostile participant could set to make `shmdt` unmap
+//! the program's own memory. Process-local and lock-free (a fork may copy
+//! it at any instruction; the child inherits the mappings with it; an exec
+//! starts empty, as its attachments are gone): a fixed table of (address,
+//! length) pairs, each claimed by compare-and-swap. When it is full, the
+//! arena's length is used, bounded as before (`attach.rs`).
+
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// Attachments kept per process.
+const N: usize = 4096;
+/// `addr` of an entry being written.
+const BUSY: usize = 1;
+
+static ADDR: [AtomicUsize; N] = [const { AtomicUsize::new(0) }; N];
+static LEN: [AtomicUsize; N] = [const { AtomicUsize::new(0) }; N];
+/// Set once an attachment found the table full.
+static FULL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Where `addr`'s entry is looked for first.
+fn home(addr: usize) -> usize {
+    (addr >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52
+}
+
+/// Records that `[addr, addr + len)` was mapped by shmat.
+pub fn record(addr: usize, len: usize) {
+    if addr <= BUSY {
+        return;
+    }
+    let h = home(addr);
+    for i in 0..N {
+        let k = (h + i) % N;
+        if ADDR[k]
+            .compare_exchange(0, BUSY, Acquire, Relaxed)
+            .is_ok()
+        {
+            LEN[k].store(len, Relaxed);
+            // Release: a reader that sees the address sees the length.
+            ADDR[k].store(addr, Release);
+            return;
+        }
+    }
+    FULL.store(true, Relaxed);
+}
+
+/// Takes the entry of the attachment at `addr`: its length, if this
+/// process image mapped it (`None` if not, or unknown: see [`full`]).
+pub fn take(addr: usize) -> Option<usize> {
+    if addr <= BUSY {
+        return None;
+    }
+    let h = home(addr);
+    for i in 0..N {
+        let k = (h + i) % N;
+        if ADDR[k].load(Acquire) == addr {
+            let len = LEN[k].load(Relaxed);
+            if ADDR[k].compare_exchange(addr, 0, Relaxed, Relaxed).is_ok() {
+                return Some(len);
+            }
+        }
+    }
+    None
+}
+
+/// Forgets the attachments lying inside `[start, end)` (a SHM_REMAP
+/// mapping replaced them).
+pub fn forget_inside(start: usize, end: usize) {
+    for k in 0..N {
+        let a = ADDR[k].load(Acquire);
+        if a > BUSY && a >= start && a.saturating_add(LEN[k].load(Relaxed)) <= end {
+            let _ = ADDR[k].compare_exchange(a, 0, Relaxed, Relaxed);
+        }
+    }
+}
+
+/// Whether an attachment was ever left out of the table (full).
+pub fn full() -> bool {
+    FULL.load(Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_taken_and_forgotten() {
+        let base = 0x7f00_dead_0000usize;
+        record(base, 8192);
+        record(base + 0x10000, 4096);
+        assert_eq!(take(base), Some(8192));
+        assert_eq!(take(base), None);
+        forget_inside(base, base + 0x20000);
+        assert_eq!(take(base + 0x10000), None);
+        assert_eq!(take(0), None);
+    }
+}
