@@ -10,9 +10,9 @@
 //! exported `syscall` (ffi.rs).
 //!
 //! # Safety
-//! [`raw`] executes the `syscall` (x86-64) or `svc 0` (aarch64)
-//! instruction with the registers the Linux system call ABI names and
-//! declares every register the kernel clobbers; what the kernel does with
+//! [`raw`] has the core's `sys::raw` execute the `syscall` (x86-64) or
+//! `svc 0` (aarch64) instruction, with the registers the Linux system call
+//! ABI names and every register the kernel clobbers declared; what the kernel does with
 //! the arguments is the caller's contract (pointers it names must be
 //! valid for what that system call does with them). [`Next`] keeps the
 //! address `dlsym` returned for a symbol whose C prototype its user states
@@ -32,44 +32,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 /// on another stack (clone, fork, vfork).
 #[inline]
 pub unsafe fn raw(n: c_long, a: [c_long; 6]) -> c_long {
-    let ret: c_long;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the Linux x86-64 system call ABI: number in rax, arguments
-    // in rdi, rsi, rdx, r10, r8, r9, result in rax; the instruction
-    // clobbers rcx and r11 and nothing else (the caller's contract covers
-    // the arguments).
-    unsafe {
-        core::arch::asm!(
-            "syscall",
-            inlateout("rax") n => ret,
-            in("rdi") a[0],
-            in("rsi") a[1],
-            in("rdx") a[2],
-            in("r10") a[3],
-            in("r8") a[4],
-            in("r9") a[5],
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: the Linux aarch64 system call ABI: number in x8, arguments
-    // in x0-x5, result in x0; nothing else is clobbered.
-    unsafe {
-        core::arch::asm!(
-            "svc 0",
-            in("x8") n,
-            inlateout("x0") a[0] => ret,
-            in("x1") a[1],
-            in("x2") a[2],
-            in("x3") a[3],
-            in("x4") a[4],
-            in("x5") a[5],
-            options(nostack),
-        );
-    }
-    ret
+    // SAFETY: the caller's contract, passed on (the core's `sys::raw`
+    // issues the instruction).
+    unsafe { ipcns_core::sys::raw::raw(n, a) }
 }
 
 /// A raw system call's result as `Result`: the value, or the errno.

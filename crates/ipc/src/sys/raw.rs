@@ -112,6 +112,19 @@ mod arch {
     }
 }
 
+/// `syscall(nr, a...)` as the kernel returns it: the value, or -errno
+/// (for callers that pass the result on in the kernel's convention, as the
+/// preload library's `syscall` does).
+///
+/// # Safety
+/// See the module doc.
+#[inline(always)]
+pub unsafe fn raw(nr: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
+    let a = a.map(|w| w as usize);
+    // SAFETY: forwarded from the caller (see the module doc).
+    unsafe { arch::call(nr as usize, a) as libc::c_long }
+}
+
 macro_rules! syscalls {
     ($($name:ident($($arg:ident),*) => [$($slot:expr),*];)*) => {$(
         /// A raw system call with this many arguments.

@@ -11,9 +11,8 @@
 //! where the range is mapped all the same.
 //!
 //! # Safety
-//! The stack pointer and thread pointer are read from registers, or from
-//! `%fs:0` (x86-64, where glibc keeps the TCB's address; every thread that
-//! runs C library code has one). `pthread_getattr_np` and
+//! The stack pointer is read from its register (the thread pointer comes
+//! from the core's `sys::process::thread_pointer`). `pthread_getattr_np` and
 //! `pthread_attr_getstack` fill locals of ours. The pages from a thread's
 //! stack pointer to the top of its stack are in use by its live frames,
 //! so they are mapped read-write for as long as the call that checked
@@ -41,25 +40,6 @@ pub(super) fn stack_pointer() -> usize {
         core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
     }
     sp
-}
-
-/// The thread pointer: the address of the calling thread's control block
-/// (x86-64: glibc keeps it at `%fs:0`; aarch64: `tpidr_el0`).
-#[inline(always)]
-fn thread_pointer() -> usize {
-    let tp: usize;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reads the TCB's self pointer at offset 0 of the thread's
-    // TLS block, which every thread running C library code has.
-    unsafe {
-        core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: reads a register.
-    unsafe {
-        core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
-    }
-    tp
 }
 
 /// One thread's stack bounds, keyed by its thread pointer: a small
@@ -124,7 +104,7 @@ fn index(tp: usize) -> usize {
 /// The calling thread's stack `[lo, hi)`, if known (found once).
 #[inline(always)]
 pub(super) fn stack() -> Option<(usize, usize)> {
-    let tp = thread_pointer();
+    let tp = ipcns_core::sys::process::thread_pointer();
     let b = match MAIN.read(tp) {
         Some(b) => b,
         None => match STACKS[index(tp)].0.read(tp) {
