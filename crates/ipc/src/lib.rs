@@ -23,6 +23,7 @@ macro_rules! not_loom {
 not_loom! {
     pub mod abi;
     mod arena;
+    mod chain;
     mod check;
     pub mod creds;
     mod ctl;
@@ -31,6 +32,7 @@ not_loom! {
     mod ids;
     mod info;
     mod keys;
+    pub mod life;
     #[doc(hidden)]
     pub mod lockbench;
     pub mod limits;

@@ -61,7 +61,9 @@ pub struct Proc {
     /// number with the same pid and start time means an exec happened
     /// (attachments gone, undo entries kept).
     pub image: AtomicU64,
-    /// `[nonce, created]` of an UNBORN record; unused otherwise.
+    /// `[nonce, created]` of an UNBORN record; unused otherwise. Then the
+    /// identity (as lock words name threads) of the thread finishing the
+    /// record (`finish`), 0 when none.
     pub spare: [AtomicU64; 3],
 }
 
@@ -130,9 +132,7 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
     if exec {
         // This image replaced the one that made the record (execve): its
         // attachments are gone with its address space; undo entries stay.
-        crate::shm::attach::drop_all(a, idx, pid)?;
-        let _g = lock(a)?;
-        record(a, idx)?.image.store(image(), Relaxed);
+        adopt_image(a, idx, pid, start)?;
     }
     a.own_proc
         .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
@@ -168,13 +168,25 @@ pub fn adopt(a: &Arena) -> Result<Option<u32>, Errno> {
         return Ok(None);
     };
     if exec {
-        crate::shm::attach::drop_all(a, idx, pid)?;
-        let _g = lock(a)?;
-        record(a, idx)?.image.store(image(), Relaxed);
+        adopt_image(a, idx, pid, start)?;
     }
     a.own_proc
         .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
     Ok(Some(idx))
+}
+
+/// Takes record `idx` over for this program image: the attachments of
+/// the image an execve replaced dropped (under the finishing claim, so two
+/// threads of the new image never drop one entry twice), then the record
+/// marked as this image's.
+fn adopt_image(a: &Arena, idx: u32, pid: i32, start: u64) -> Result<(), Errno> {
+    if !finish(a, idx, pid, Some(start), Finish::Exec)? {
+        // Another thread of this image is at it: it marks the record.
+        return Ok(());
+    }
+    let _g = lock(a)?;
+    record(a, idx)?.image.store(image(), Relaxed);
+    Ok(())
 }
 
 /// A number drawn once per program image (see [`Proc::image`]).
@@ -224,6 +236,7 @@ fn take(a: &Arena, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Er
     r.undos.store(0, Relaxed);
     r.attaches.store(0, Relaxed);
     r.image.store(image(), Relaxed);
+    r.spare[2].store(0, Relaxed);
     r.state.store(state, Relaxed);
     let p = procs(a);
     p.len.store(p.len.load(Relaxed).saturating_add(1), Relaxed);
@@ -233,6 +246,7 @@ fn take(a: &Arena, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Er
 /// Frees record `r` and uncounts it. Procs lock held.
 fn release(a: &Arena, r: &Proc) {
     r.spare[0].store(0, Relaxed);
+    r.spare[2].store(0, Relaxed);
     r.state.store(FREE, Relaxed);
     let p = procs(a);
     p.len.store(p.len.load(Relaxed).saturating_sub(1), Relaxed);
@@ -271,16 +285,20 @@ fn grow(a: &Arena) -> Result<u32, Errno> {
     Ok(old.len() as u32)
 }
 
-/// The records of processes that are gone: `(index, pid)`. Procs lock
-/// held. Bounded by the table.
-fn dead(a: &Arena) -> Result<Vec<(u32, i32)>, Errno> {
-    Ok(table(a)?
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.state.load(Relaxed) == LIVE)
-        .filter(|(_, r)| !lock::process_alive(r.pid.load(Relaxed), r.start.load(Relaxed)))
-        .map(|(i, r)| (i as u32, r.pid.load(Relaxed)))
-        .collect())
+/// The live records: `(index, pid, start)`. Procs lock held. Bounded by
+/// the table; the liveness checks (system calls) are made after the lock
+/// is released, so nobody waits on the procs lock while /proc is read.
+fn live_records(a: &Arena) -> Result<Vec<(u32, i32, u64)>, Errno> {
+    let t = table(a)?;
+    let mut out = Vec::new();
+    out.try_reserve(t.len()).map_err(|_| Errno::ENOMEM)?;
+    out.extend(
+        t.iter()
+            .enumerate()
+            .filter(|(_, r)| r.state.load(Relaxed) == LIVE)
+            .map(|(i, r)| (i as u32, r.pid.load(Relaxed), r.start.load(Relaxed))),
+    );
+    Ok(out)
 }
 
 /// Unborn records to drop: `(index, nonce)` of those whose parent is gone
@@ -376,7 +394,8 @@ pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
 
 /// Drops unborn record `idx` made with `nonce` (the fork failed, or its
 /// child never claimed it): its attachments uncounted, the record freed.
-/// A dropper killed midway leaves it RELEASING for the next reaper.
+/// A dropper killed midway leaves it RELEASING for the next reaper; two
+/// droppers never work on it at once ([`claim`]).
 pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
     let pid = {
         let _g = lock(a)?;
@@ -388,34 +407,57 @@ pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
         r.state.store(RELEASING, Relaxed);
         r.pid.load(Relaxed)
     };
-    crate::shm::attach::drop_all(a, idx, pid)?;
+    let ok = move |r: &Proc| r.state.load(Relaxed) == RELEASING && r.spare[0].load(Relaxed) == nonce;
+    if !claim(a, idx, &ok)? {
+        return Ok(());
+    }
+    let done = drop_attachments(a, idx, pid, &ok);
     let _g = lock(a)?;
-    let r = record(a, idx)?;
-    if r.state.load(Relaxed) != RELEASING || r.spare[0].load(Relaxed) != nonce {
-        return Ok(());
+    if let Ok(r) = claimed(a, idx, &ok) {
+        r.spare[2].store(0, Relaxed);
+        if done.is_ok() && r.attaches.load(Relaxed) == 0 {
+            release(a, r);
+        }
     }
-    if r.attaches.load(Relaxed) != 0 {
-        return Ok(());
-    }
-    release(a, r);
-    Ok(())
+    done
 }
 
 /// Cleans up after every process that is gone: applies its undo entries
 /// (as `exit_sem` would have) and frees its record. Returns how many.
 /// Takes set locks and the procs lock in turn, never together.
 pub fn reap(a: &Arena) -> Result<u32, Errno> {
-    let (gone, unborn) = {
+    let (live, unborn) = {
         let _g = lock(a)?;
-        (dead(a)?, stillborn(a)?)
+        (live_records(a)?, stillborn(a)?)
     };
-    for &(idx, pid) in &gone {
-        finish(a, idx, pid, false)?;
+    let mut n = 0;
+    for &(idx, pid, start) in &live {
+        if !lock::process_alive(pid, start) && finish(a, idx, pid, Some(start), Finish::Gone)? {
+            n += 1;
+        }
     }
     for &(idx, nonce) in &unborn {
         release_unborn(a, idx, nonce)?;
     }
-    Ok(gone.len() as u32)
+    Ok(n)
+}
+
+/// Cleans up after process `pid` if it has a record and is gone (a parent
+/// that has just waited for it); whether it had one.
+pub fn reap_pid(a: &Arena, pid: i32) -> Result<bool, Errno> {
+    let found = {
+        let _g = lock(a)?;
+        table(a)?.iter().enumerate().find_map(|(i, r)| {
+            (r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid)
+                .then(|| (i as u32, r.start.load(Relaxed)))
+        })
+    };
+    match found {
+        Some((idx, start)) if !lock::process_alive(pid, start) => {
+            finish(a, idx, pid, Some(start), Finish::Gone)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// What `exit` does for the calling process's semaphores: its undo
@@ -442,7 +484,8 @@ fn exit_as(a: &Arena, mapped: bool) -> Result<(), Errno> {
         return Ok(());
     };
     a.own_proc.store(0, Relaxed);
-    finish(a, idx, crate::sys::process::getpid(), mapped)
+    let what = if mapped { Finish::Undo } else { Finish::Exit };
+    finish(a, idx, crate::sys::process::getpid(), None, what).map(|_| ())
 }
 
 /// What a new program image does when it attaches: if this process (pid
@@ -469,47 +512,140 @@ pub fn after_exec(a: &Arena) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Applies record `idx`'s undo entries for `pid` and frees them; then,
-/// unless `mapped` (the process lives on with its mappings), drops its
-/// attachments; frees the record once nothing is left on it. A finisher
-/// killed midway leaves entries marked as applied, so the next one skips
-/// them.
-fn finish(a: &Arena, idx: u32, pid: i32, mapped: bool) -> Result<(), Errno> {
-    let entries = {
-        let _g = lock(a)?;
-        let r = record(a, idx)?;
-        if r.state.load(Relaxed) != LIVE || r.pid.load(Relaxed) != pid {
-            return Ok(());
-        }
-        crate::sem::undo::list_of(a, r)
-    };
-    for e in &entries {
-        crate::sem::undo::apply_at_exit(a, *e, pid)?;
-    }
-    // exit_shm: every attachment dropped (the mappings go with the
-    // address space).
-    if !mapped {
-        crate::shm::attach::drop_all(a, idx, pid)?;
-    }
+/// What [`finish`] does to a record.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Finish {
+    /// The process lives on (a `Namespace` dropped): undo entries applied,
+    /// attachments kept while mapped; the record stays if it has any.
+    Undo,
+    /// A new program image of the process (execve): the attachments went
+    /// with the old address space; undo entries and record stay.
+    Exec,
+    /// The process is ending (its last act in ipcns): undo entries
+    /// applied, attachments dropped, the record freed.
+    Exit,
+    /// The process is gone: as `Exit`, by someone else.
+    Gone,
+}
+
+/// Claims record `idx` for finishing when `ok` accepts it: no live thread
+/// may be finishing it already (a finisher that died is replaced: each step
+/// of a finish can be made again). The claim is the caller's identity in
+/// `spare[2]`. Whether the caller has it. Procs lock taken and released.
+fn claim(a: &Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Errno> {
+    let me = lock::my_identity();
     let _g = lock(a)?;
     let r = record(a, idx)?;
-    if r.state.load(Relaxed) != LIVE || r.pid.load(Relaxed) != pid {
-        return Ok(());
+    if !ok(r) {
+        return Ok(false);
     }
-    // Each entry is out of its set's list now: free them, then the record.
-    let mut cur = r.undos.swap(0, Relaxed);
-    for _ in 0..entries.len() {
-        if cur == 0 {
+    let by = r.spare[2].load(Relaxed);
+    if by != 0 && by != me && lock::identity_alive(by) {
+        return Ok(false);
+    }
+    r.spare[2].store(me, Relaxed);
+    Ok(true)
+}
+
+/// Record `idx` if the caller still has it claimed. Procs lock held.
+fn claimed<'a>(a: &'a Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<&'a Proc, Errno> {
+    let r = record(a, idx)?;
+    if ok(r) && r.spare[2].load(Relaxed) == lock::my_identity() {
+        Ok(r)
+    } else {
+        // Taken over: the caller was thought dead.
+        Err(Errno::EAGAIN)
+    }
+}
+
+/// Finishes record `idx` of process `pid` (started at `start`, if given)
+/// as `what` says: each undo entry applied (as `exit_sem`), then, unless
+/// the process lives on with its mappings, each attachment dropped
+/// (`exit_shm`); the record freed once nothing is left on it. Whether the
+/// caller did it (false: the record is gone, another process's, or being
+/// finished by another live thread).
+///
+/// One finisher at a time ([`claim`]). Entries are taken one at a time from
+/// the head of their list under the procs lock, applied (idempotent: an
+/// applied entry is marked so under its set's lock, through the set's
+/// journal), then unlinked and freed, so no finisher ever follows an entry
+/// freed meanwhile, and a finisher killed anywhere leaves a record the
+/// next one finishes exactly (at worst an entry unlinked and not yet freed
+/// leaks).
+pub fn finish(a: &Arena, idx: u32, pid: i32, start: Option<u64>, what: Finish) -> Result<bool, Errno> {
+    let ok = move |r: &Proc| {
+        r.state.load(Relaxed) == LIVE
+            && r.pid.load(Relaxed) == pid
+            && start.is_none_or(|s| r.start.load(Relaxed) == s)
+    };
+    if !claim(a, idx, &ok)? {
+        return Ok(false);
+    }
+    let mut done = Ok(());
+    if what != Finish::Exec {
+        done = apply_undos(a, idx, pid, &ok);
+    }
+    if done.is_ok() && what != Finish::Undo {
+        done = drop_attachments(a, idx, pid, &ok);
+    }
+    // However it ended, the claim goes (an error leaves the rest to the
+    // next finisher).
+    let _g = lock(a)?;
+    let Ok(r) = claimed(a, idx, &ok) else {
+        return done.map(|()| true);
+    };
+    r.spare[2].store(0, Relaxed);
+    if done.is_ok()
+        && what != Finish::Exec
+        && r.undos.load(Relaxed) == 0
+        && r.attaches.load(Relaxed) == 0
+    {
+        release(a, r);
+    }
+    done.map(|()| true)
+}
+
+/// Applies and frees each undo entry of claimed record `idx`.
+fn apply_undos(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+    use crate::sem::undo;
+    for _ in 0..crate::chain::MAX_LINKS {
+        let first = {
+            let _g = lock(a)?;
+            claimed(a, idx, ok)?.undos.load(Relaxed)
+        };
+        if first == 0 {
             break;
         }
-        let next = crate::sem::undo::next_proc(a, cur);
-        crate::sem::undo::free(a, cur);
-        cur = next;
+        match undo::apply_at_exit(a, first, pid) {
+            // An entry that is no entry cannot be applied: dropped.
+            Ok(()) | Err(Errno::EUCLEAN) => {}
+            Err(e) => return Err(e),
+        }
+        let _g = lock(a)?;
+        let r = claimed(a, idx, ok)?;
+        if undo::head(a, first).is_err() {
+            // The rest of the list cannot be followed (leaked).
+            if r.undos.load(Relaxed) == first {
+                r.undos.store(0, Relaxed);
+            }
+        } else if undo::unlink_from_proc(a, r, first) {
+            undo::free(a, first);
+        }
     }
-    if r.attaches.load(Relaxed) != 0 {
-        // Still mapped: the record stays for its attachments.
-        return Ok(());
+    Ok(())
+}
+
+/// Drops each attachment of claimed record `idx` (`exit_shm`: the
+/// mappings go with the address space).
+fn drop_attachments(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+    for _ in 0..crate::chain::MAX_LINKS {
+        {
+            let _g = lock(a)?;
+            claimed(a, idx, ok)?;
+        }
+        if !crate::shm::attach::drop_first(a, idx, pid)? {
+            break;
+        }
     }
-    release(a, r);
     Ok(())
 }

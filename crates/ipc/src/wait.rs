@@ -24,6 +24,7 @@
 //! `flags` @44, `spare` @48 (semop: the undo entry; the heartbeat).
 
 use crate::arena::Arena;
+use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::heap;
 use crate::lock::{self, Woke};
@@ -31,7 +32,7 @@ use crate::park;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
-pub use crate::park::{DONE, QUEUED, Slept};
+pub use crate::park::{CANCELLED, DONE, QUEUED, SLEEPING, Slept};
 
 /// A blocked caller.
 #[repr(C, align(64))]
@@ -81,35 +82,50 @@ pub fn at(a: &Arena, off: u64) -> Result<&Waiter, Errno> {
     a.view(off)
 }
 
-/// The most records a queue can hold: a walk longer than this is a cycle.
-fn walk_limit(a: &Arena) -> u64 {
-    a.layout().size / WAITER_BYTES
-}
+/// The most records a queue is taken to hold: more sleepers than this on
+/// one object means the list is corrupt, and it is cut there.
+const MAX_QUEUE: u64 = 1 << 16;
 
 /// The records of the queue whose head is `head`, in order (a snapshot:
-/// the object lock is held). A corrupt link, or one back to a record
-/// already seen (a cycle), ends the list there: the link is cut.
+/// the object lock is held). A corrupt link, a link back to a record
+/// already on the list (a cycle, found in constant memory: `chain.rs`) or
+/// a list longer than [`MAX_QUEUE`] ends the list there: the link is cut.
+/// The snapshot is the only memory a walk takes (at most `MAX_QUEUE`
+/// offsets; if even that cannot be had, the records it holds so far).
 pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
+    let next = |off: u64| at(a, off).ok().map(|w| w.next.load(Relaxed));
     let mut out: Vec<u64> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    let mut prev: Option<u64> = None;
-    let mut cur = head.load(Relaxed);
-    let limit = walk_limit(a);
-    while cur != 0 {
-        let bad = at(a, cur).is_err() || !seen.insert(cur) || out.len() as u64 >= limit;
-        if bad {
-            // Cut the list before the bad link.
-            match prev.and_then(|p| at(a, p).ok()) {
-                Some(p) => p.next.store(0, Relaxed),
-                None => head.store(0, Relaxed),
-            }
-            break;
+    let mut walk = Chain::new(head.load(Relaxed), next);
+    for off in walk.by_ref() {
+        if out.len() as u64 >= MAX_QUEUE || (out.len() == out.capacity() && out.try_reserve(out.len().max(4)).is_err()) {
+            cut_after(a, head, out.last().copied());
+            return out;
         }
-        out.push(cur);
-        prev = Some(cur);
-        cur = at(a, cur).map_or(0, |w| w.next.load(Relaxed));
+        out.push(off);
+    }
+    if walk.broken() {
+        match crate::chain::cut_point(head.load(Relaxed), next) {
+            // A cycle: cut where it closes, and walk the sound list again.
+            Some(closing) => {
+                if let Ok(w) = at(a, closing) {
+                    w.next.store(0, Relaxed);
+                }
+                out.clear();
+                out.extend(Chain::new(head.load(Relaxed), next).take(MAX_QUEUE as usize));
+            }
+            // A bad link (or the limit): cut after the last good record.
+            None => cut_after(a, head, out.last().copied()),
+        }
     }
     out
+}
+
+/// Ends the queue after record `last` (at its head when `None`).
+fn cut_after(a: &Arena, head: &AtomicU64, last: Option<u64>) {
+    match last.and_then(|p| at(a, p).ok()) {
+        Some(p) => p.next.store(0, Relaxed),
+        None => head.store(0, Relaxed),
+    }
 }
 
 /// Appends `off` at the end of the queue (FIFO).
@@ -151,6 +167,23 @@ pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<()
     let w = at(a, off)?;
     park::complete(&w.state, &w.status, status, &RealPark { w, tick: &mut || {} });
     Ok(())
+}
+
+/// Takes queued record `off` off its queue without its operation, for a
+/// sleeper of the caller's own process that an execve is about to end
+/// ([`CANCELLED`]): unlinked, marked, woken. A record already DONE (or no
+/// longer on the queue) is left alone. Whether it was cancelled. Object
+/// lock held.
+pub fn cancel(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
+    let w = at(a, off)?;
+    if w.state.load(Relaxed) == DONE || !unlink(a, head, off)? {
+        return Ok(false);
+    }
+    // Release: as `park::complete`; the swap tells whether it sleeps.
+    if w.state.swap(CANCELLED, core::sync::atomic::Ordering::Release) == SLEEPING {
+        lock::futex_wake_all(&w.state);
+    }
+    Ok(true)
 }
 
 /// A sleeper that beat within this long may still be spinning: the waker

@@ -248,7 +248,19 @@ fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
     };
     let entry = w.spare[0].load(Relaxed);
     let adj = if entry != 0 {
-        undo::adj(a, entry).ok()
+        let live = undo::head(a, entry).is_ok_and(|h| h.applied.load(Relaxed) == 0);
+        match undo::adj(a, entry) {
+            Ok(adj) if live => Some(adj),
+            _ => {
+                // Its undo entry was applied (its process ended) or is no
+                // entry: the operation must not happen without it.
+                wait::complete(a, &s.queue, off, libc::EINTR)?;
+                return Ok(Retry::Left {
+                    altered: false,
+                    sops: Vec::new(),
+                });
+            }
+        }
     } else {
         None
     };
@@ -462,10 +474,33 @@ impl Namespace {
             return Err(undo_first(a, &f, semid, undos, e));
         }
         let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
+        loop {
+            match self.semtimedop_try(cred, &f, semid, sops, (max, undos, alter), deadline) {
+                // Taken off the queue by an execve of ours that failed:
+                // the call starts over (as it would have, never queued).
+                Err(e) if e == RESTART => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// One try of [`Namespace::semtimedop`] after its checks: lock, do or
+    /// queue, sleep. RESTART when the sleep was cancelled.
+    fn semtimedop_try(
+        &self,
+        cred: &Cred,
+        f: &Found<'_, SemSlot>,
+        semid: i32,
+        sops: &[sembuf],
+        (max, undos, alter): (u16, bool, bool),
+        deadline: Option<u64>,
+    ) -> SysResult<i32> {
+        let a = self.arena();
+        let s = f.slot;
         let waiter = {
             let _g = lock_object::<SemKind>(a, s)?;
             // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
-            still_valid(&f)?;
+            still_valid(f)?;
             let sems = sems(a, s)?;
             if usize::from(max) >= sems.len() {
                 return Err(Errno::EIDRM);
@@ -515,6 +550,7 @@ impl Namespace {
                 } else {
                     wait::unlink(a, &s.queue, waiter)?;
                     match gave_up {
+                        Slept::Cancelled => RESTART.0,
                         // "if (timeout && jiffies_left == 0) error = -EAGAIN;"
                         Slept::TimedOut => libc::EAGAIN,
                         _ => libc::EINTR,
@@ -530,6 +566,10 @@ impl Namespace {
         }
     }
 }
+
+/// The internal result of a try whose sleep was cancelled (an errno no
+/// call returns: the kernel's ERESTARTSYS).
+const RESTART: Errno = Errno(512);
 
 /// Queues the caller: a record and a copy of its operations. Object lock
 /// held. Returns the record's offset.

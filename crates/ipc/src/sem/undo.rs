@@ -27,12 +27,14 @@
 
 use super::{JOURNAL_UNDO, SemKind, sems};
 use crate::arena::Arena;
+use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::heap;
 use crate::limits::SEMVMX;
 use crate::object::SemSlot;
 use crate::proc::{self, Proc};
 use crate::registry::{Kind, lock_object, obtain};
+use crate::wait;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64};
 
@@ -86,38 +88,73 @@ pub fn adj(a: &Arena, off: u64) -> Result<&[AtomicU16], Errno> {
     a.view_slice(off + HEAD, h.nsems.load(Relaxed) as usize)
 }
 
-fn walk_limit(a: &Arena) -> usize {
-    (a.layout().size / HEAD) as usize
+/// The entries of a list from `first`, linked through `next_set` (`set`)
+/// or `next_proc`: bounded and cycle-proof (`chain.rs`), no allocation.
+fn chain(a: &Arena, first: u64, set: bool) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
+    Chain::new(first, move |off| {
+        let h = head(a, off).ok()?;
+        Some(if set {
+            h.next_set.load(Relaxed)
+        } else {
+            h.next_proc.load(Relaxed)
+        })
+    })
 }
 
-/// The entries on the set's list (set lock held), bounded; a bad link
-/// ends the walk.
-pub fn of_set(a: &Arena, s: &SemSlot) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut cur = s.undos.load(Relaxed);
-    while cur != 0 && out.len() < walk_limit(a) {
-        let Ok(h) = head(a, cur) else { break };
-        out.push(cur);
-        cur = h.next_set.load(Relaxed);
-    }
-    out
+/// The entries on the set's list (set lock held); a bad link ends it.
+pub fn of_set<'a>(a: &'a Arena, s: &'a SemSlot) -> impl Iterator<Item = u64> + 'a {
+    chain(a, s.undos.load(Relaxed), true)
 }
 
-/// The entries on a process's list (procs lock held), bounded.
-pub fn list_of(a: &Arena, r: &Proc) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut cur = r.undos.load(Relaxed);
-    while cur != 0 && out.len() < walk_limit(a) {
-        let Ok(h) = head(a, cur) else { break };
-        out.push(cur);
-        cur = h.next_proc.load(Relaxed);
-    }
-    out
+/// The entries on a process's list (procs lock held); a bad link ends it.
+pub fn of_proc<'a>(a: &'a Arena, r: &'a Proc) -> impl Iterator<Item = u64> + 'a {
+    chain(a, r.undos.load(Relaxed), false)
 }
 
 /// The next entry on a process's list (0 at the end or on a bad link).
 pub fn next_proc(a: &Arena, off: u64) -> u64 {
     head(a, off).map_or(0, |h| h.next_proc.load(Relaxed))
+}
+
+/// Takes entry `off` off record `r`'s list; whether it was on it (only
+/// then may the caller free it). Procs lock held.
+pub fn unlink_from_proc(a: &Arena, r: &Proc, off: u64) -> bool {
+    let next = next_proc(a, off);
+    if r.undos.load(Relaxed) == off {
+        r.undos.store(next, Relaxed);
+        return true;
+    }
+    for p in of_proc(a, r) {
+        if let Ok(h) = head(a, p)
+            && h.next_proc.load(Relaxed) == off
+        {
+            h.next_proc.store(next, Relaxed);
+            return true;
+        }
+    }
+    false
+}
+
+/// Frees the entries of record `r` that are applied (their set was
+/// removed): nothing will read them again, since removal ended every wait
+/// on the set and an exit's application cancels the waits that named the
+/// entry. Run by the record's own process, the only one that frees its
+/// entries while it lives, when it makes a new entry: a process that
+/// creates, uses with SEM_UNDO and removes sets in a loop holds one entry,
+/// not one per set. Procs lock held.
+fn prune_applied(a: &Arena, r: &Proc) {
+    // One pass, from the head each time an entry goes (bounded by the
+    // list's walk).
+    for _ in 0..crate::chain::MAX_LINKS {
+        let Some(off) = of_proc(a, r).find(|&off| head(a, off).is_ok_and(|h| h.applied.load(Relaxed) != 0))
+        else {
+            return;
+        };
+        if !unlink_from_proc(a, r, off) {
+            return;
+        }
+        free(a, off);
+    }
 }
 
 /// Frees an entry (off every list).
@@ -133,7 +170,10 @@ pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Resu
     let me = proc::me(a)?;
     for off in of_set(a, s) {
         let h = head(a, off)?;
-        if h.proc.load(Relaxed) == me && h.generation.load(Relaxed) == generation {
+        if h.proc.load(Relaxed) == me
+            && h.generation.load(Relaxed) == generation
+            && h.applied.load(Relaxed) == 0
+        {
             return Ok(off);
         }
     }
@@ -150,6 +190,7 @@ pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Resu
     {
         let _g = proc::lock(a)?;
         let r = proc::record(a, me)?;
+        prune_applied(a, r);
         h.next_proc.store(r.undos.load(Relaxed), Relaxed);
         r.undos.store(off, Relaxed);
     }
@@ -225,6 +266,10 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
         h.applied.store(1, Relaxed);
         return Ok(());
     }
+    // The process's sleepers whose operation would change this entry (a
+    // dead process's, or one that is ending: exit_sem runs after the
+    // task's last semop) leave the queue: their operations never happen.
+    cancel_sleepers(a, s, off);
     let sems = sems(a, s)?;
     let adj = adj(a, off)?;
     let n = sems.len();
@@ -238,7 +283,7 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
         let (v, p) = if d == 0 {
             (sem.val(), sem.pid())
         } else {
-            ((sem.val() + d).clamp(0, SEMVMX), pid)
+            (sem.val().saturating_add(d).clamp(0, SEMVMX), pid)
         };
         w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
     }
@@ -250,6 +295,25 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
     // for every set the process has an entry for, adjustments or not.
     s.otime.store(crate::time::now(), Relaxed);
     super::op::update_queue(a, s, None)
+}
+
+/// Ends the wait of every sleeper on the set whose operation names undo
+/// entry `off`: a live one's (a process that is ending) with EINTR, a dead
+/// one's record dropped. Set lock held.
+pub fn cancel_sleepers(a: &Arena, s: &SemSlot, off: u64) {
+    for w_off in wait::snapshot(a, &s.queue) {
+        let Ok(w) = wait::at(a, w_off) else {
+            continue;
+        };
+        if w.spare[0].load(Relaxed) != off || w.state.load(Relaxed) == wait::DONE {
+            continue;
+        }
+        if wait::sleeper_alive(w) {
+            let _ = wait::complete(a, &s.queue, w_off, libc::EINTR);
+        } else {
+            let _ = wait::drop_dead(a, &s.queue, w_off);
+        }
+    }
 }
 
 /// The repair's half of [`apply_at_exit`]: the entry out of the set's list

@@ -23,6 +23,7 @@
 use super::ShmKind;
 use crate::abi;
 use crate::arena::Arena;
+use crate::chain::Chain;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
@@ -102,17 +103,12 @@ fn entry(a: &Arena, off: u64) -> Result<&Attach, Errno> {
     a.view(off)
 }
 
-/// The entries of record `idx` (procs lock held), bounded.
-fn list(a: &Arena, r: &proc::Proc) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut cur = r.attaches.load(Relaxed);
-    let limit = (a.layout().size / ATTACH_BYTES) as usize;
-    while cur != 0 && out.len() < limit {
-        let Ok(e) = entry(a, cur) else { break };
-        out.push(cur);
-        cur = e.next.load(Relaxed);
-    }
-    out
+/// The entries of record `r` (procs lock held): bounded and cycle-proof
+/// (`chain.rs`), no allocation.
+fn list<'a>(a: &'a Arena, r: &proc::Proc) -> impl Iterator<Item = u64> + 'a {
+    Chain::new(r.attaches.load(Relaxed), move |off| {
+        entry(a, off).ok().map(|e| e.next.load(Relaxed))
+    })
 }
 
 /// Finishes a counting or uncounting the segment's last locker started.
@@ -169,23 +165,34 @@ fn record_entry(
     Ok(off)
 }
 
-/// Takes entry `off` off record `me`'s list and frees it.
+/// Takes entry `off` off record `me`'s list and frees it, if it is on
+/// the list (an entry another thread of the process forgot meanwhile is
+/// not freed twice).
 fn forget(a: &Arena, me: u32, off: u64) -> SysResult<()> {
     let _g = proc::lock(a)?;
-    let r = proc::record(a, me)?;
+    if unlink(a, proc::record(a, me)?, off) {
+        heap::free(a, off, ATTACH_BYTES)?;
+    }
+    Ok(())
+}
+
+/// Takes entry `off` off record `r`'s list; whether it was on it. Procs
+/// lock held.
+fn unlink(a: &Arena, r: &proc::Proc, off: u64) -> bool {
     let next = entry(a, off).map_or(0, |e| e.next.load(Relaxed));
     if r.attaches.load(Relaxed) == off {
         r.attaches.store(next, Relaxed);
-    } else {
-        for p in list(a, r) {
-            let pe = entry(a, p)?;
-            if pe.next.load(Relaxed) == off {
-                pe.next.store(next, Relaxed);
-                break;
-            }
+        return true;
+    }
+    for p in list(a, r) {
+        if let Ok(pe) = entry(a, p)
+            && pe.next.load(Relaxed) == off
+        {
+            pe.next.store(next, Relaxed);
+            return true;
         }
     }
-    heap::free(a, off, ATTACH_BYTES)
+    false
 }
 
 /// Uncounts entry `off` (if counted) on its segment, `pid` recorded as
@@ -234,17 +241,45 @@ fn uncount(a: &Arena, off: u64, pid: i32) -> SysResult<()> {
     Ok(())
 }
 
-/// Drops every attachment of record `idx` (exit, exec, a reaped process):
-/// uncounted, forgotten. The mappings themselves went with the address
-/// space.
-pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
-    let entries = {
+/// Drops the first attachment of record `idx` (exit, exec, a reaped
+/// process): uncounted, then taken off the list and freed. Whether there
+/// was one. The caller has the record to itself (`proc::finish`'s claim,
+/// or the record's own process): each entry is read from the head of the
+/// list under the procs lock, so no entry freed by someone else is ever
+/// followed. The mappings themselves went with the address space.
+pub fn drop_first(a: &Arena, idx: u32, pid: i32) -> SysResult<bool> {
+    let first = {
         let _g = proc::lock(a)?;
-        list(a, proc::record(a, idx)?)
+        proc::record(a, idx)?.attaches.load(Relaxed)
     };
-    for off in entries {
-        uncount(a, off, pid)?;
-        forget(a, idx, off)?;
+    if first == 0 {
+        return Ok(false);
+    }
+    if entry(a, first).is_err() {
+        // No entry: the rest of the list cannot be followed (leaked).
+        let _g = proc::lock(a)?;
+        let r = proc::record(a, idx)?;
+        if r.attaches.load(Relaxed) == first {
+            r.attaches.store(0, Relaxed);
+        }
+        return Ok(true);
+    }
+    match uncount(a, first, pid) {
+        // An entry naming a corrupt segment is dropped all the same.
+        Ok(()) | Err(Errno::EUCLEAN) => {}
+        Err(e) => return Err(e),
+    }
+    forget(a, idx, first)?;
+    Ok(true)
+}
+
+/// Drops every attachment of record `idx` ([`drop_first`] until none is
+/// left, bounded).
+pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
+    for _ in 0..crate::chain::MAX_LINKS {
+        if !drop_first(a, idx, pid)? {
+            break;
+        }
     }
     Ok(())
 }
@@ -295,7 +330,6 @@ fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
         return Ok(Vec::new());
     }
     Ok(list(a, r)
-        .into_iter()
         .filter_map(|off| entry(a, off).ok())
         .filter(|e| e.state.load(Relaxed) == COUNTED)
         .map(|e| {
@@ -420,7 +454,6 @@ impl Namespace {
             let covered: Vec<u64> = {
                 let _g = proc::lock(a)?;
                 list(a, proc::record(a, me)?)
-                    .into_iter()
                     .filter(|&o| o != off)
                     .filter(|&o| {
                         entry(a, o).is_ok_and(|e| {
@@ -456,7 +489,7 @@ impl Namespace {
         let me = proc::me(a)?;
         let found = {
             let _g = proc::lock(a)?;
-            list(a, proc::record(a, me)?).into_iter().find(|&off| {
+            list(a, proc::record(a, me)?).find(|&off| {
                 entry(a, off).is_ok_and(|e| {
                     e.addr.load(Relaxed) == shmaddr as u64 && e.state.load(Relaxed) != DETACHED
                 })
