@@ -2,8 +2,28 @@
 //! and file work, Rust's standard library) reach `__wrap_syscall`, the raw
 //! system call, and never the `syscall` it exports to programs (or another
 //! preloaded library's). See src/next.rs.
+//!
+//! Also compiles `c/exec.c`, the exec family (variadic `execl` and its
+//! kin cannot be written in Rust), with the C compiler Rust already links
+//! with (`$CC`, else `cc`), and links its object into the library.
+
+use std::path::PathBuf;
+use std::process::Command;
 
 fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,--wrap=syscall");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=c/exec.c");
+    println!("cargo:rerun-if-env-changed=CC");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let obj = out.join("exec.o");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-c", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&obj)
+        .arg("c/exec.c")
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+    assert!(status.success(), "c/exec.c did not compile ({status})");
+    println!("cargo:rustc-cdylib-link-arg={}", obj.display());
 }

@@ -102,18 +102,16 @@ impl Namespace {
     pub fn reap_exited(&self) -> crate::SysResult<u32> {
         crate::proc::reap(self.arena())
     }
+
+    /// Cleans up after process `pid` if it is gone (what a parent that has
+    /// just waited for its child does, as the kernel had done it before
+    /// the wait returned). Whether it had a record.
+    pub fn reap_pid(&self, pid: i32) -> crate::SysResult<bool> {
+        crate::proc::reap_pid(self.arena(), pid)
+    }
 }
 
 impl Namespace {
-    /// What the kernel's exit path does for a process that is ending (the
-    /// C ABI runs it from a destructor): [`Namespace::exit_process`], and
-    /// its shm attachments dropped from `shm_nattch` at once, as the
-    /// kernel's `exit_mm` would drop them. The mappings stay until the
-    /// process is gone: code that runs after this may still touch them.
-    pub fn exit_ending(&self) -> crate::SysResult<()> {
-        crate::proc::exit_ending(self.arena())
-    }
-
     /// What a program image does when it attaches to a namespace: if an
     /// exec replaced the image that made this process's record, the
     /// attachments lost with the old address space are dropped (the undo

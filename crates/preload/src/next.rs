@@ -46,6 +46,12 @@ pub fn result(r: c_long) -> Result<c_long, i32> {
     }
 }
 
+/// The calling thread's `errno`.
+pub fn errno() -> i32 {
+    // SAFETY: as in `set_errno`.
+    unsafe { *libc::__errno_location() }
+}
+
 /// Sets the calling thread's `errno`.
 pub fn set_errno(e: i32) {
     // SAFETY: __errno_location returns the calling thread's errno, a valid
@@ -173,6 +179,8 @@ pub fn resolve_all() {
         &FCNTL,
         &FCNTL64,
         &UNSHARE,
+        &WAIT4,
+        &WAITID,
         &PWRITE,
         &PWRITE64,
     ] {
@@ -338,3 +346,5 @@ pub fn unset_env(key: &str) {
 }
 
 pub static UNSHARE: Next = Next::new(c"unshare");
+pub static WAIT4: Next = Next::new(c"wait4");
+pub static WAITID: Next = Next::new(c"waitid");

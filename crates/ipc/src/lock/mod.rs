@@ -36,12 +36,14 @@
 //! lock.
 
 #[cfg(not(loom))]
+pub mod gate;
+#[cfg(not(loom))]
 mod os;
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
     holder_of, identity_alive, monotonic_ns, my_identity, own_start, parent_pid, process_alive,
-    process_start, random_u64, real_seconds, thread_answers, thread_children,
+    process_start, random_u64, real_seconds, thread_answers, thread_children, thread_count,
 };
 
 #[cfg(all(test, loom))]
@@ -67,6 +69,11 @@ pub trait Os {
     /// Sleeps while the low half of `word` holds `expected`, at most one
     /// time slice; true when the slice ran out (not a wake-up or a change).
     fn wait(&self, word: &AtomicU64, expected: u32) -> bool;
+    /// As [`Os::wait`], the slice cut short at `deadline` (monotonic ns).
+    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+        let _ = deadline;
+        self.wait(word, expected)
+    }
     /// Wakes one sleeper on `word`.
     fn wake(&self, word: &AtomicU64);
     /// Whether the thread named by `who` (tid and tag) still lives.
@@ -145,6 +152,16 @@ impl Lock {
     /// holds it already.
     #[inline]
     pub fn acquire<O: Os>(&self, os: &O) -> Result<bool, Errno> {
+        self.acquire_until(os, None)
+    }
+
+    /// [`Lock::acquire`], giving up with ETIMEDOUT once the monotonic
+    /// clock (`Os::now_ns`) passes `deadline`: a holder that is alive but
+    /// never lets go (stopped, or a word a hostile participant wrote with
+    /// a live thread's identity) does not hold a caller with a timeout
+    /// past it.
+    #[inline]
+    pub fn acquire_until<O: Os>(&self, os: &O, deadline: Option<u64>) -> Result<bool, Errno> {
         let me = os.me();
         // Acquire: pairs with the Release of the previous holder's
         // `release`, making the protected state it wrote visible.
@@ -153,7 +170,7 @@ impl Lock {
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            return self.acquire_slow(os, me);
+            return self.acquire_slow(os, me, deadline);
         }
         os.step()?;
         Ok(self.needs_repair())
@@ -168,7 +185,7 @@ impl Lock {
     }
 
     #[cold]
-    fn acquire_slow<O: Os>(&self, os: &O, me: u64) -> Result<bool, Errno> {
+    fn acquire_slow<O: Os>(&self, os: &O, me: u64, deadline: Option<u64>) -> Result<bool, Errno> {
         let mut spins = 0;
         let mut checked = false;
         // When the holder was last checked: a waiter whose sleeps keep
@@ -206,6 +223,9 @@ impl Lock {
                 core::hint::spin_loop();
                 continue;
             }
+            if deadline.is_some_and(|d| os.now_ns() >= d) {
+                return Err(Errno(libc::ETIMEDOUT));
+            }
             if !checked {
                 // Before the first sleep: a holder that is already gone
                 // (a corpse, junk) is taken over without waiting a slice.
@@ -226,7 +246,7 @@ impl Lock {
             {
                 continue;
             }
-            let timed_out = os.wait(&self.word, (v | WAITERS) as u32);
+            let timed_out = os.wait_until(&self.word, (v | WAITERS) as u32, deadline);
             os.step()?;
             let v2 = self.word.load(Ordering::Relaxed);
             if v2 & WHO != v & WHO {
@@ -308,21 +328,71 @@ pub use guard::Guard;
 
 #[cfg(not(loom))]
 mod guard {
-    use super::{Lock, RealOs};
+    use super::gate::{self, Inside};
+    use super::{Liveness, Lock, Os, RealOs};
     use crate::errno::Errno;
+    use crate::sync::AtomicU64;
     use core::marker::PhantomData;
+
+    /// The real system, for a thread whose identity is already known (the
+    /// gate found it): no second look-up at each acquire and release.
+    struct Known(u64);
+
+    impl Os for Known {
+        #[inline(always)]
+        fn me(&self) -> u64 {
+            self.0
+        }
+        fn wait(&self, word: &AtomicU64, expected: u32) -> bool {
+            RealOs.wait(word, expected)
+        }
+        fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+            RealOs.wait_until(word, expected, deadline)
+        }
+        fn wake(&self, word: &AtomicU64) {
+            RealOs.wake(word)
+        }
+        fn liveness(&self, who: u64) -> Liveness {
+            RealOs.liveness(who)
+        }
+        fn now_ns(&self) -> u64 {
+            RealOs.now_ns()
+        }
+        fn slice_ns(&self) -> u64 {
+            RealOs.slice_ns()
+        }
+        fn took_over(&self) {
+            RealOs.took_over()
+        }
+    }
 
     impl Lock {
         /// Locks, waiting as long as a live holder keeps it.
         /// [`Guard::recovered`] is true when the protected state needs a repair.
         #[inline]
         pub fn lock(&self) -> Result<Guard<'_>, Errno> {
-            let recovered = self.acquire(&RealOs)?;
-            Ok(Guard {
-                lock: self,
-                recovered,
-                _not_send: PhantomData,
-            })
+            self.lock_until(None)
+        }
+
+        /// Locks, giving up with ETIMEDOUT once CLOCK_MONOTONIC passes
+        /// `deadline` (ns), if given. Passes the process's gate first
+        /// (`gate.rs`): while another thread freezes the process, a thread
+        /// holding no lock waits here.
+        #[inline]
+        pub fn lock_until(&self, deadline: Option<u64>) -> Result<Guard<'_>, Errno> {
+            let inside = gate::enter();
+            match self.acquire_until(&Known(inside.who), deadline) {
+                Ok(recovered) => Ok(Guard {
+                    lock: self,
+                    inside,
+                    recovered,
+                    _not_send: PhantomData,
+                }),
+                Err(e) => {
+                    gate::leave(&inside);
+                    Err(e)
+                }
+            }
         }
     }
 
@@ -331,6 +401,7 @@ mod guard {
     #[repr(C)]
     pub struct Guard<'a> {
         lock: &'a Lock,
+        inside: Inside,
         recovered: bool,
         _not_send: PhantomData<*const ()>,
     }
@@ -353,7 +424,8 @@ mod guard {
         #[inline]
         fn drop(&mut self) {
             // Errors only come from a model's `step`; the real one has none.
-            let _ = self.lock.release(&RealOs);
+            let _ = self.lock.release(&Known(self.inside.who));
+            gate::leave(&self.inside);
         }
     }
 }

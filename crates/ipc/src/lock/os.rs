@@ -30,6 +30,7 @@ static AT_FORK: OnceLock<()> = OnceLock::new();
 
 extern "C" fn in_child() {
     FORKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    super::gate::forked();
 }
 
 thread_local! {
@@ -51,6 +52,31 @@ fn me() -> u64 {
         Some(who) => who,
         None => me_slow(tp, generation),
     }
+}
+
+/// [`me`] with the thread's entry in the identity table, if it has one
+/// (where the gate counts its locks).
+#[inline]
+pub(super) fn me_entry() -> (u64, Option<&'static ids::Entry>) {
+    let generation = FORKS.load(core::sync::atomic::Ordering::Relaxed) + 1;
+    let tp = sys::process::thread_pointer();
+    match ids::find_entry(tp, generation) {
+        Some((who, e)) => (who, Some(e)),
+        None => {
+            let who = me_slow(tp, generation);
+            (who, ids::find_entry(tp, generation).map(|(_, e)| e))
+        }
+    }
+}
+
+/// The fork generation as the identity table keys it.
+pub(super) fn generation() -> u64 {
+    FORKS.load(core::sync::atomic::Ordering::Relaxed) + 1
+}
+
+/// Whether another thread (of this generation) holds an arena lock.
+pub(super) fn others_inside(generation: u64, me: usize) -> bool {
+    ids::others_inside(generation, me)
 }
 
 #[cold]
@@ -81,12 +107,12 @@ fn me_slow(tp: usize, generation: u64) -> u64 {
 /// not used. Entries of the fork generation before the current one are
 /// stale and may be taken. A thread whose entry is taken by another live
 /// thread uses the thread-local alone.
-mod ids {
+pub(super) mod ids {
     use super::TID_MASK;
     use crate::sys;
     use core::cell::Cell;
     use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-    use core::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, fence};
+    use core::sync::atomic::{AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, fence};
 
     /// The offset of a thread's `tid` word from its thread pointer, or one
     /// of [`UNKNOWN`], [`UNUSABLE`].
@@ -135,6 +161,14 @@ mod ids {
         unsafe { core::ptr::read_volatile(tp.wrapping_add_signed(off) as *const u32) }
     }
 
+    /// The calling thread's `tid` word, if its place is known.
+    pub(super) fn own_tid_word() -> Option<u32> {
+        match TID_OFF.load(Relaxed) {
+            UNKNOWN | UNUSABLE => None,
+            off => Some(tid_word(sys::process::thread_pointer(), off)),
+        }
+    }
+
     /// Whether `who` names the thread the calling thread's `tid` word
     /// names (true when that cannot be told).
     #[inline(always)]
@@ -146,15 +180,18 @@ mod ids {
     }
 
     /// One thread's identity: a small seqlock (`key` the thread pointer;
-    /// 0 free, [`BUSY`] being written).
+    /// 0 free, [`BUSY`] being written); and how many arena locks the
+    /// thread holds (`depth`, written by the thread only: see `gate.rs`).
     ///
     /// # Layout
-    /// 32 bytes: `key` @0, `generation` @8, `who` @16.
-    #[repr(C, align(32))]
-    struct Entry {
+    /// 64 bytes (a cache line: threads never share one): `key` @0,
+    /// `generation` @8, `who` @16, `depth` @24.
+    #[repr(C, align(64))]
+    pub struct Entry {
         key: AtomicUsize,
         generation: AtomicU64,
         who: AtomicU64,
+        pub depth: AtomicU32,
     }
 
     const BUSY: usize = 1;
@@ -164,10 +201,11 @@ mod ids {
             key: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             who: AtomicU64::new(0),
+            depth: AtomicU32::new(0),
         }
     }; N];
 
-    const _: () = assert!(core::mem::size_of::<Entry>() == 32);
+    const _: () = assert!(core::mem::size_of::<Entry>() == 64);
 
     #[inline(always)]
     fn entry(tp: usize) -> &'static Entry {
@@ -177,6 +215,12 @@ mod ids {
     /// The identity recorded for `tp` in `generation`.
     #[inline(always)]
     pub(super) fn find(tp: usize, generation: u64) -> Option<u64> {
+        find_entry(tp, generation).map(|(who, _)| who)
+    }
+
+    /// The identity recorded for `tp` in `generation`, with its entry.
+    #[inline(always)]
+    pub(super) fn find_entry(tp: usize, generation: u64) -> Option<(u64, &'static Entry)> {
         let off = TID_OFF.load(Relaxed);
         if off == UNKNOWN || off == UNUSABLE {
             return None;
@@ -192,7 +236,21 @@ mod ids {
         (e.key.load(Relaxed) == tp
             && g == generation
             && u64::from(tid_word(tp, off)) == who & TID_MASK)
-            .then_some(who)
+            .then_some((who, e))
+    }
+
+    /// Whether a thread other than the one of `me` (a thread pointer) has
+    /// an entry of `generation` with locks held. The entries' depths are
+    /// read with Acquire: a depth seen back at 0 shows what its thread
+    /// wrote under the locks (pairs with the Release in `gate::leave`).
+    pub(super) fn others_inside(generation: u64, me: usize) -> bool {
+        IDS.iter().any(|e| {
+            let k = e.key.load(Acquire);
+            k > BUSY
+                && k != me
+                && e.generation.load(Relaxed) == generation
+                && e.depth.load(Acquire) != 0
+        })
     }
 
     /// Records `who` for `tp` if its entry is free, this thread's own, or
@@ -215,6 +273,8 @@ mod ids {
         }
         e.generation.store(generation, Relaxed);
         e.who.store(who, Relaxed);
+        // A new thread, or this one in a fork child: no lock held.
+        e.depth.store(0, Relaxed);
         e.key.store(tp, Release);
     }
 
@@ -301,6 +361,28 @@ fn thread_stat(tid: u32) -> Option<(u8, u64)> {
     Some((state, start))
 }
 
+/// How many threads this process has (`/proc/self/stat`'s num_threads).
+pub fn thread_count() -> Option<u64> {
+    let mut buf = [0u8; 512];
+    let n = sys::fs::read_into(c"/proc/self/stat", &mut buf).ok()?;
+    let text = &buf[..n];
+    let close = text.iter().rposition(|&b| b == b')')?;
+    // num_threads is field 20: the 17th after the state (field 3).
+    let f = text[close + 1..]
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty())
+        .nth(17)?;
+    core::str::from_utf8(f).ok()?.trim().parse().ok()
+}
+
+/// Whether the calling thread runs in memory of its own, rather than in
+/// its parent's as a `vfork` child does (glibc's vfork child keeps its
+/// parent's thread descriptor, whose `tid` word names the parent's
+/// thread). True when that cannot be told.
+pub fn owns_memory() -> bool {
+    ids::own_tid_word().is_none_or(|t| t == sys::process::gettid() as u32)
+}
+
 struct Writer<'a>(&'a mut [u8], usize);
 
 impl core::fmt::Write for Writer<'_> {
@@ -333,6 +415,17 @@ impl Os for RealOs {
                 );
                 e.0 == libc::ETIMEDOUT
             }
+        }
+    }
+
+    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+        let slice = match deadline {
+            None => SLICE_NS as u64,
+            Some(d) => d.saturating_sub(monotonic_ns()).clamp(1, SLICE_NS as u64),
+        };
+        match sys::futex::wait(word, expected, slice) {
+            Ok(()) => false,
+            Err(e) => e.0 == libc::ETIMEDOUT,
         }
     }
 

@@ -82,6 +82,12 @@ fn walk_limit(a: &Arena) -> u64 {
     a.layout().size / BLOCK_ALIGN
 }
 
+/// The most wait records a list is walked for (`chain.rs`: more sleepers
+/// than one queue can have).
+fn waiters_limit(a: &Arena) -> u64 {
+    walk_limit(a).min(crate::chain::MAX_LINKS)
+}
+
 /// A message block in the heap, checked: aligned, header and text inside
 /// the heap's handed-out part.
 #[derive(Clone, Copy)]
@@ -458,7 +464,7 @@ pub(super) fn walk(
 ) -> SysResult<()> {
     let mut prev = 0u64;
     let mut cur = s.waiters.load(Relaxed);
-    for _ in 0..walk_limit(a) {
+    for _ in 0..waiters_limit(a) {
         if cur == 0 {
             return Ok(());
         }
@@ -592,6 +598,9 @@ pub(super) enum Woke {
     /// The queue was removed and nobody finished the record (its remover
     /// died midway).
     Removed,
+    /// Taken off the queue by an execve of the process that failed: the
+    /// call starts over.
+    Cancelled,
 }
 
 /// Sleeps on our record (no lock held) until a waker finishes it, a signal
@@ -601,6 +610,7 @@ pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter) -> Woke {
         match wait::sleep(w, Some(wait::now_ns() + 1_000_000_000), &mut || {}) {
             Slept::Done(_) => return Woke::Done,
             Slept::Interrupted => return Woke::Interrupted,
+            Slept::Cancelled => return Woke::Cancelled,
             Slept::TimedOut => {
                 if still_valid(f).is_err() {
                     return Woke::Removed;
@@ -654,7 +664,7 @@ pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
             break;
         };
         records += 1;
-        if records > walk_limit(a) {
+        if records > waiters_limit(a) {
             out.push("waiter list loops".to_string());
             break;
         }

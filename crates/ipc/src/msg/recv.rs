@@ -261,6 +261,10 @@ impl Namespace {
                     e => return Err(Errno(e)),
                 }
             }
+            if matches!(woke, Woke::Cancelled) {
+                drop(g);
+                continue;
+            }
             return Err(match woke {
                 // Removed by a remover that died before waking us.
                 Woke::Removed => Errno::EIDRM,

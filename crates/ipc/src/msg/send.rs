@@ -87,6 +87,9 @@ impl Namespace {
             // -ERESTARTNOHAND; ...}" (EINTR: the handler ran).
             let (done, _, _) = queue::collect(a, s, rec)?;
             still_valid(&f)?;
+            if matches!(woke, Woke::Cancelled) {
+                continue;
+            }
             if !done || matches!(woke, Woke::Interrupted) {
                 return Err(Errno::EINTR);
             }

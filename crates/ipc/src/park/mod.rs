@@ -28,6 +28,11 @@ pub const QUEUED: u32 = 0;
 pub const SLEEPING: u32 = 1;
 /// `state`: unlinked; `status` holds the result. The sleeper frees it.
 pub const DONE: u32 = 2;
+/// `state`: unlinked without its operation by a thread of the sleeper's
+/// own process that is about to replace the program image (execve): the
+/// sleeper, if it ever runs again (the execve failed), frees the record
+/// and starts its call over.
+pub const CANCELLED: u32 = 3;
 
 /// How one wait on the futex ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -49,6 +54,8 @@ pub enum Slept {
     TimedOut,
     /// A signal handler ran while still queued.
     Interrupted,
+    /// Taken off the queue without its operation ([`CANCELLED`]).
+    Cancelled,
 }
 
 /// What the handshake needs of the system (the real one in `wait.rs`,
@@ -101,6 +108,9 @@ pub fn sleep(
         let s = state.load(Ordering::Acquire);
         if s == DONE {
             return Slept::Done(status.load(Ordering::Relaxed));
+        }
+        if s == CANCELLED {
+            return Slept::Cancelled;
         }
         let now = p.now();
         if let Some(d) = deadline

@@ -65,6 +65,40 @@ pub fn wake(word: &impl Word, n: i32) -> usize {
     .unwrap_or(0)
 }
 
+/// `futex(word, FUTEX_WAIT_PRIVATE, expected, &timeout)`: as [`wait`],
+/// for a word in this process's own memory.
+pub fn wait_private(word: &AtomicU32, expected: u32, timeout_ns: u64) -> Result<(), Errno> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a live atomic we borrow, and a relative timespec of ours.
+    unsafe {
+        syscall4(
+            libc::SYS_futex,
+            word.futex_addr(),
+            (libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG) as usize,
+            expected as usize,
+            &ts as *const libc::timespec as usize,
+        )
+    }
+    .map(drop)
+}
+
+/// `futex(word, FUTEX_WAKE_PRIVATE, n)`.
+pub fn wake_private(word: &AtomicU32, n: i32) -> usize {
+    // SAFETY: a live atomic we borrow; no other pointer.
+    unsafe {
+        syscall3(
+            libc::SYS_futex,
+            word.futex_addr(),
+            (libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG) as usize,
+            n as usize,
+        )
+    }
+    .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,16 @@ pub fn getrandom(buf: &mut [u8], flags: u32) -> Result<usize, Errno> {
     }
 }
 
+/// `membarrier(2)` commands.
+pub const MEMBARRIER_CMD_PRIVATE_EXPEDITED: i32 = 1 << 3;
+pub const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: i32 = 1 << 4;
+
+/// `membarrier(cmd, 0, 0)`.
+pub fn membarrier(cmd: i32) -> Result<(), Errno> {
+    // SAFETY: numbers only.
+    unsafe { syscall3(libc::SYS_membarrier, cmd as usize, 0, 0) }.map(drop)
+}
+
 /// `sched_yield()`.
 pub fn sched_yield() {
     // SAFETY: no argument; cannot fail.

@@ -9,7 +9,8 @@
 //! [`clock_ns_raw`] is the system call, for that comparison.
 //!
 //! # Safety
-//! Both write one timespec into a local.
+//! `clock_gettime` writes one timespec into a local; `nanosleep` reads
+//! one of ours.
 
 use super::raw::syscall2;
 
@@ -33,6 +34,16 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
         return 0;
     }
     ns(&ts)
+}
+
+/// `nanosleep` for `ns` nanoseconds (an interrupted sleep ends early).
+pub fn sleep_ns(ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: reads one timespec of ours; no remainder asked for.
+    let _ = unsafe { syscall2(libc::SYS_nanosleep, &ts as *const libc::timespec as usize, 0) };
 }
 
 /// [`clock_ns`] through the system call itself.

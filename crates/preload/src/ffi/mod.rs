@@ -22,6 +22,7 @@
 //! `.fini_array`, which the dynamic loader calls once each.
 #![allow(unsafe_code)]
 
+mod exec;
 mod ids;
 mod ns;
 mod open;
@@ -224,6 +225,17 @@ pub unsafe extern "C" fn syscall(
             }
             // SAFETY: the program's own system call, forwarded unchanged.
             return unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+        }
+        libc::SYS_execve | libc::SYS_execveat => {
+            // SAFETY: the program's own system call, between the hooks.
+            return unsafe { exec::syscall_exec(n, [a, b, c, d, e, f]) };
+        }
+        libc::SYS_wait4 | libc::SYS_waitid => {
+            // SAFETY: the program's own system call, forwarded unchanged.
+            let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            // SAFETY: its arguments, as the call that returned `r` had them.
+            unsafe { exec::after_syscall_wait(n, [a, b, c, d, e, f], r) };
+            return r;
         }
         libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 => {
             // SAFETY: the program's own system call, forwarded unchanged.
