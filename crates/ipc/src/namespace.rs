@@ -84,12 +84,23 @@ pub fn path_of(name: &str) -> Result<PathBuf, ArenaError> {
 }
 
 impl Namespace {
+    /// A mapped arena as a namespace; its file noted as one this process
+    /// maps (what tells a participant from a stranger in a lock word).
+    fn of(name: String, arena: Arena) -> Namespace {
+        let id = arena.id();
+        crate::lock::note_arena(id.dev, id.ino);
+        Namespace {
+            name,
+            arena: Box::new(arena),
+        }
+    }
+
     /// Creates namespace `name`; fails if it exists.
     pub fn create(name: &str, opts: CreateOptions) -> Result<Namespace, ArenaError> {
-        Ok(Namespace {
-            name: name.to_string(),
-            arena: Box::new(Arena::create(&path_of(name)?, opts)?),
-        })
+        Ok(Namespace::of(
+            name.to_string(),
+            Arena::create(&path_of(name)?, opts)?,
+        ))
     }
 
     /// Attaches to namespace `name`: the caller's own, or one shared with
@@ -110,10 +121,10 @@ impl Namespace {
 
     /// Creates a namespace at an explicit arena path (tests, tools).
     pub fn create_at(path: &std::path::Path, opts: CreateOptions) -> Result<Namespace, ArenaError> {
-        Ok(Namespace {
-            name: path.display().to_string(),
-            arena: Box::new(Arena::create(path, opts)?),
-        })
+        Ok(Namespace::of(
+            path.display().to_string(),
+            Arena::create(path, opts)?,
+        ))
     }
 
     /// Attaches to the arena at an explicit path, as [`Namespace::open`].
@@ -135,10 +146,7 @@ impl Namespace {
     /// itself), the undo entries stay. On an error the first call that
     /// needs the record tries again.
     fn attached(name: String, arena: Arena) -> Namespace {
-        let ns = Namespace {
-            name,
-            arena: Box::new(arena),
-        };
+        let ns = Namespace::of(name, arena);
         let _ = crate::proc::adopt(&ns.arena);
         ns
     }
@@ -168,10 +176,10 @@ impl Namespace {
                 source,
             })?,
         };
-        Ok(Namespace {
-            name: path.display().to_string(),
-            arena: Box::new(Arena::open_fd(fd, &path)?),
-        })
+        Ok(Namespace::of(
+            path.display().to_string(),
+            Arena::open_fd(fd, &path)?,
+        ))
     }
 
     /// Attaches to namespace `name`, creating it with default options if

@@ -51,11 +51,61 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// A thread inside the gate: its identity and where its depth is kept.
+/// A thread inside the gate: its identity, where its depth is kept, and
+/// the deadline of the call it makes (0: none).
 #[derive(Clone, Copy)]
 pub struct Inside {
     pub who: u64,
     entry: Option<&'static Entry>,
+    pub deadline: u64,
+}
+
+thread_local! {
+    /// The call deadline of a thread without an entry.
+    static DEADLINE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The deadline (CLOCK_MONOTONIC ns) of the call the calling thread makes,
+/// for every arena lock it waits on until the returned guard goes: a
+/// semtimedop's timeout, or a bound for a call with IPC_NOWAIT, so that a
+/// lock kept by a stopped participant (or a word a hostile one wrote)
+/// never holds such a call past it. An earlier deadline already in force
+/// stays.
+pub fn call_deadline(deadline: u64) -> CallDeadline {
+    let (_, entry) = os::me_entry();
+    let prev = match entry {
+        Some(e) => e.deadline.load(Relaxed),
+        None => DEADLINE.try_with(Cell::get).unwrap_or(0),
+    };
+    let d = if prev != 0 {
+        prev.min(deadline)
+    } else {
+        deadline
+    };
+    match entry {
+        Some(e) => e.deadline.store(d, Relaxed),
+        None => {
+            let _ = DEADLINE.try_with(|c| c.set(d));
+        }
+    }
+    CallDeadline { entry, prev }
+}
+
+/// Restores the deadline in force before [`call_deadline`].
+pub struct CallDeadline {
+    entry: Option<&'static Entry>,
+    prev: u64,
+}
+
+impl Drop for CallDeadline {
+    fn drop(&mut self) {
+        match self.entry {
+            Some(e) => e.deadline.store(self.prev, Relaxed),
+            None => {
+                let _ = DEADLINE.try_with(|c| c.set(self.prev));
+            }
+        }
+    }
 }
 
 /// Before taking a lock: the calling thread's identity, its depth raised,
@@ -94,7 +144,15 @@ pub fn enter() -> Inside {
                 }
             }
         }
-        return Inside { who, entry };
+        let deadline = match entry {
+            Some(e) => e.deadline.load(Relaxed),
+            None => DEADLINE.try_with(Cell::get).unwrap_or(0),
+        };
+        return Inside {
+            who,
+            entry,
+            deadline,
+        };
     }
 }
 

@@ -42,8 +42,9 @@ mod os;
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
-    holder_of, identity_alive, monotonic_ns, my_identity, own_start, parent_pid, process_alive,
-    process_start, random_u64, real_seconds, thread_answers, thread_children, thread_count,
+    holder_of, identity_alive, monotonic_ns, my_identity, note_arena, own_start, parent_pid,
+    process_alive, process_start, random_u64, real_seconds, thread_answers, thread_children,
+    thread_count,
 };
 
 #[cfg(all(test, loom))]
@@ -94,6 +95,14 @@ pub trait Os {
     }
     /// Counts a takeover (statistics).
     fn took_over(&self) {}
+    /// Whether the live thread named by `who` is no participant at all
+    /// (maps none of the caller's arenas): a word a hostile participant
+    /// wrote with a stranger's identity. Asked only of a holder that keeps
+    /// a lock for [`STRANGER_NS`].
+    fn stranger(&self, who: u64) -> bool {
+        let _ = who;
+        false
+    }
 }
 
 /// The verdict on a lock holder.
@@ -134,6 +143,31 @@ const _: () = {
 
 /// Spins before the first sleep (a holder usually leaves within a few µs).
 const SPINS: u32 = 64;
+
+/// A lock deadline that means "[`NOWAIT_LOCK_NS`] after the wait starts".
+pub const NOWAIT_MARK: u64 = 1;
+
+/// How long a call with IPC_NOWAIT waits for a lock at most (its holder
+/// stopped, or a hostile word): then it answers as if it would block.
+pub const NOWAIT_LOCK_NS: u64 = 1_000_000_000;
+
+/// The lock deadline of a call with an optional `deadline` (a timeout) and
+/// IPC_NOWAIT or not ([`NOWAIT_LOCK_NS`]): the guard that keeps it in
+/// force (`gate::call_deadline`), None when the call has neither.
+#[cfg(not(loom))]
+pub fn bound_for(deadline: Option<u64>, nowait: bool) -> Option<gate::CallDeadline> {
+    let d = match (deadline, nowait) {
+        // The bound starts when a wait does: no clock read on the way.
+        (None, true) => Some(NOWAIT_MARK),
+        (Some(d), true) => Some(d.min(monotonic_ns().saturating_add(NOWAIT_LOCK_NS))),
+        (d, false) => d,
+    };
+    d.map(gate::call_deadline)
+}
+
+/// A live holder that keeps a lock this long (and again each time this
+/// long) is asked whether it is a participant at all ([`Os::stranger`]).
+pub const STRANGER_NS: u64 = 1_000_000_000;
 
 impl Lock {
     /// A free, clean lock (what zeroed memory holds).
@@ -186,11 +220,20 @@ impl Lock {
 
     #[cold]
     fn acquire_slow<O: Os>(&self, os: &O, me: u64, deadline: Option<u64>) -> Result<bool, Errno> {
+        let deadline = deadline.map(|d| {
+            if d == NOWAIT_MARK {
+                os.now_ns().saturating_add(NOWAIT_LOCK_NS)
+            } else {
+                d
+            }
+        });
         let mut spins = 0;
         let mut checked = false;
         // When the holder was last checked: a waiter whose sleeps keep
         // ending early (signals) still checks once a slice has passed.
         let mut last_check = 0u64;
+        // When a live holder was last asked whether it is a stranger.
+        let mut last_stranger = os.now_ns();
         loop {
             os.step()?;
             let v = self.word.load(Ordering::Relaxed);
@@ -257,9 +300,13 @@ impl Lock {
                 continue;
             }
             last_check = now;
-            if os.liveness(v2 & WHO) == Liveness::Gone
-                && let Some(r) = self.take_over(os, v2, me)?
-            {
+            let gone = os.liveness(v2 & WHO) == Liveness::Gone || {
+                now.saturating_sub(last_stranger) >= STRANGER_NS && {
+                    last_stranger = now;
+                    os.stranger(v2 & WHO)
+                }
+            };
+            if gone && let Some(r) = self.take_over(os, v2, me)? {
                 return Ok(r);
             }
         }
@@ -364,6 +411,9 @@ mod guard {
         fn took_over(&self) {
             RealOs.took_over()
         }
+        fn stranger(&self, who: u64) -> bool {
+            RealOs.stranger(who)
+        }
     }
 
     impl Lock {
@@ -381,6 +431,11 @@ mod guard {
         #[inline]
         pub fn lock_until(&self, deadline: Option<u64>) -> Result<Guard<'_>, Errno> {
             let inside = gate::enter();
+            let deadline = match (deadline, inside.deadline) {
+                (d, 0) => d,
+                (None, c) => Some(c),
+                (Some(d), c) => Some(d.min(c)),
+            };
             match self.acquire_until(&Known(inside.who), deadline) {
                 Ok(recovered) => Ok(Guard {
                     lock: self,

@@ -192,6 +192,9 @@ pub(super) mod ids {
         generation: AtomicU64,
         who: AtomicU64,
         pub depth: AtomicU32,
+        /// The deadline (CLOCK_MONOTONIC ns) of the call the thread is
+        /// making, for every lock it waits on; 0 = none (`gate.rs`).
+        pub deadline: AtomicU64,
     }
 
     const BUSY: usize = 1;
@@ -202,6 +205,7 @@ pub(super) mod ids {
             generation: AtomicU64::new(0),
             who: AtomicU64::new(0),
             depth: AtomicU32::new(0),
+            deadline: AtomicU64::new(0),
         }
     }; N];
 
@@ -275,6 +279,7 @@ pub(super) mod ids {
         e.who.store(who, Relaxed);
         // A new thread, or this one in a fork child: no lock held.
         e.depth.store(0, Relaxed);
+        e.deadline.store(0, Relaxed);
         e.key.store(tp, Release);
     }
 
@@ -359,6 +364,102 @@ fn thread_stat(tid: u32) -> Option<(u8, u64)> {
     let start = fields.nth(18)?;
     let start = core::str::from_utf8(start).ok()?.trim().parse().ok()?;
     Some((state, start))
+}
+
+/// The arena files this process has mapped, as `(device << 32 | minor,
+/// inode)` pairs (up to [`MAX_ARENAS`]): what a participant maps.
+static ARENAS: [(AtomicU64, AtomicU64); MAX_ARENAS] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; MAX_ARENAS];
+const MAX_ARENAS: usize = 8;
+
+/// Records that this process maps the arena file `(dev, ino)`.
+pub fn note_arena(dev: (u32, u32), ino: u64) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let d = (u64::from(dev.0) << 32) | u64::from(dev.1);
+    for (sd, si) in &ARENAS {
+        if sd.load(Relaxed) == d && si.load(Relaxed) == ino {
+            return;
+        }
+        if si.compare_exchange(0, ino, Relaxed, Relaxed).is_ok() {
+            sd.store(d, Relaxed);
+            return;
+        }
+    }
+}
+
+/// Whether thread `tid` maps none of the arenas this process maps: a lock
+/// word naming it names no participant (a hostile write of a live
+/// stranger's identity, init's say). `false` when it cannot be told (its
+/// maps are not readable to us: another user's process), or when it maps
+/// one. Reads `/proc/TID/maps` a page at a time.
+pub fn stranger(tid: u32) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let ours: Vec<(u64, u64)> = ARENAS
+        .iter()
+        .map(|(d, i)| (d.load(Relaxed), i.load(Relaxed)))
+        .filter(|&(_, i)| i != 0)
+        .collect();
+    if ours.is_empty() {
+        return false;
+    }
+    let mut path = [0u8; 32];
+    let mut w = Writer(&mut path, 0);
+    if core::fmt::write(&mut w, format_args!("/proc/{tid}/maps\0")).is_err() {
+        return false;
+    }
+    let Ok(path) = core::ffi::CStr::from_bytes_until_nul(&path) else {
+        return false;
+    };
+    let Ok(f) = sys::fs::open_c(path, libc::O_RDONLY, 0) else {
+        return false;
+    };
+    let mut buf = [0u8; 4096];
+    let mut carry = 0usize;
+    let mut read_any = false;
+    loop {
+        let Ok(n) = f.read(&mut buf[carry..]) else {
+            return false;
+        };
+        if n == 0 {
+            // The last line (maps ends every line with '\n').
+            return read_any;
+        }
+        read_any = true;
+        let end = carry + n;
+        let mut start = 0;
+        while let Some(nl) = buf[start..end].iter().position(|&b| b == b'\n') {
+            if maps_line_is_ours(&buf[start..start + nl], &ours) {
+                return false;
+            }
+            start += nl + 1;
+        }
+        // The part of a line read so far moves to the front; a line
+        // longer than the buffer is no arena's (their paths are short).
+        carry = end - start;
+        if carry == buf.len() {
+            carry = 0;
+        }
+        buf.copy_within(start..start + carry, 0);
+    }
+}
+
+/// Whether a `/proc/PID/maps` line maps one of `ours`: its fourth field
+/// is `MAJOR:MINOR` in hex, its fifth the inode in decimal.
+fn maps_line_is_ours(line: &[u8], ours: &[(u64, u64)]) -> bool {
+    let mut f = line.split(|&b| b == b' ').filter(|f| !f.is_empty()).skip(3);
+    let (Some(dev), Some(ino)) = (f.next(), f.next()) else {
+        return false;
+    };
+    let parse = |t: &[u8], radix| u64::from_str_radix(core::str::from_utf8(t).ok()?, radix).ok();
+    let mut mm = dev.split(|&b| b == b':');
+    let (Some(Some(ma)), Some(Some(mi)), Some(Some(ino))) = (
+        mm.next().map(|t| parse(t, 16)),
+        mm.next().map(|t| parse(t, 16)),
+        Some(parse(ino, 10)),
+    ) else {
+        return false;
+    };
+    ours.contains(&(((ma << 32) | mi), ino))
 }
 
 /// How many threads this process has (`/proc/self/stat`'s num_threads).
@@ -446,6 +547,10 @@ impl Os for RealOs {
 
     fn took_over(&self) {
         RECOVERIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn stranger(&self, who: u64) -> bool {
+        stranger((who & TID_MASK) as u32)
     }
 
     fn now_ns(&self) -> u64 {

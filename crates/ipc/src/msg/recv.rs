@@ -162,6 +162,22 @@ impl Namespace {
         msgtyp: i64,
         msgflg: i32,
     ) -> SysResult<(i64, usize)> {
+        // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
+        // (its holder stopped, or a hostile word): ENOMSG, as an empty
+        // queue.
+        let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
+        self.msgrcv_bounded(cred, msqid, buf, msgtyp, msgflg)
+            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::ENOMSG } else { e })
+    }
+
+    fn msgrcv_bounded(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         let a = self.arena();
         let bufsz = buf.cap() as u64;
         // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"

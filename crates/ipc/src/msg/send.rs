@@ -41,6 +41,21 @@ impl Namespace {
         text: &[u8],
         msgflg: i32,
     ) -> SysResult<i32> {
+        // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
+        // (its holder stopped, or a hostile word): EAGAIN, as a full queue.
+        let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
+        self.msgsnd_bounded(cred, msqid, mtype, text, msgflg)
+            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+    }
+
+    fn msgsnd_bounded(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        mtype: i64,
+        text: &[u8],
+        msgflg: i32,
+    ) -> SysResult<i32> {
         let a = self.arena();
         let msgmax = a.header().limits.msgmax.load(Relaxed);
         // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)

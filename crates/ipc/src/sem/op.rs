@@ -454,6 +454,25 @@ impl Namespace {
             return Err(Errno::EINVAL);
         }
         let budget = timeout.map(timeout_ns).transpose()?;
+        let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
+        // The locks this call waits on are waited for no longer than its
+        // timeout, nor than NOWAIT_LOCK_NS with IPC_NOWAIT (a stopped or
+        // hostile holder must not hold such a call): then EAGAIN, as the
+        // timeout or the wait would have answered.
+        let nowait = sops.iter().any(|o| o.sem_flg & abi::IPC_NOWAIT as i16 != 0);
+        let _bound = crate::lock::bound_for(deadline, nowait);
+        self.semtimedop_bounded(cred, semid, sops, deadline)
+            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+    }
+
+    fn semtimedop_bounded(
+        &self,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        deadline: Option<u64>,
+    ) -> SysResult<i32> {
+        let a = self.arena();
         let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
         let undos = sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0);
         let alter = sops.iter().any(|o| o.sem_op != 0);
@@ -473,7 +492,6 @@ impl Namespace {
         if let Err(e) = perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO }) {
             return Err(undo_first(a, &f, semid, undos, e));
         }
-        let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
         loop {
             match self.semtimedop_try(cred, &f, semid, sops, (max, undos, alter), deadline) {
                 // Taken off the queue by an execve of ours that failed:
