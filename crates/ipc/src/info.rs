@@ -7,6 +7,9 @@ use crate::namespace::Namespace;
 use core::sync::atomic::Ordering::Relaxed;
 use std::path::Path;
 
+/// Locks listed by [`Namespace::lock_holders`] at most.
+pub const MAX_HOLDERS: usize = 100;
+
 impl Namespace {
     /// The arena file.
     pub fn path(&self) -> &Path {
@@ -55,11 +58,14 @@ impl Namespace {
         self.arena().header().boot.load(Relaxed) != crate::lock::boot_id()
     }
 
-    /// The namespace-wide locks that are held (or await a repair), by name:
-    /// `sem registry`, `msg registry`, `shm registry`, `heap`, with the
-    /// holder's thread id, its state and whether it lives.
+    /// The locks that are held (or await a repair), by name: `sem
+    /// registry`, `msg registry`, `shm registry`, `heap`, `processes`, and
+    /// each object's (`sem 3` for the set at index 3), with the holder's
+    /// thread id, its state and whether it lives. Read without taking any
+    /// lock; at most [`MAX_HOLDERS`] listed.
     pub fn lock_holders(&self) -> Vec<(String, Holder)> {
-        let h = self.arena().header();
+        let a = self.arena();
+        let h = a.header();
         let mut out = Vec::new();
         for m in Mech::ALL {
             if let Some(x) = holder_of(&h.registries[m as usize].lock) {
@@ -68,6 +74,22 @@ impl Namespace {
         }
         if let Some(x) = holder_of(&h.heap.lock) {
             out.push(("heap".to_string(), x));
+        }
+        if let Some(x) = holder_of(&h.procs.lock) {
+            out.push(("processes".to_string(), x));
+        }
+        for m in Mech::ALL {
+            for idx in crate::ids::Bitmap::of(a, m).iter() {
+                if out.len() >= MAX_HOLDERS {
+                    return out;
+                }
+                let Ok(head) = a.view::<crate::object::Head>(a.layout().slot_off(m, idx)) else {
+                    continue;
+                };
+                if let Some(x) = holder_of(&head.lock) {
+                    out.push((format!("{} {idx}", m.name()), x));
+                }
+            }
         }
         out
     }

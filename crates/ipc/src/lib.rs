@@ -72,6 +72,16 @@ not_loom! {
         lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Runs `f` with every arena lock it waits for waited for at most
+    /// `limit` in all (a lock kept longer, by a stopped participant say,
+    /// fails the call that needs it with ETIMEDOUT, or the errno that call
+    /// gives for a timeout): for tools and cleanups that must end.
+    pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
+        let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        let _bound = lock::gate::call_deadline(lock::monotonic_ns().saturating_add(ns).max(2));
+        f()
+    }
+
     /// Arena bytes of one object slot (every object has exactly one).
     pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;
 }

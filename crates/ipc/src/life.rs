@@ -37,6 +37,9 @@ use crate::registry::{Kind, lock_object, used_slot};
 use crate::sem::SemKind;
 use core::sync::atomic::Ordering::Relaxed;
 
+/// How long an exit waits for the arena's locks, in all.
+const EXIT_LOCKS: core::time::Duration = core::time::Duration::from_secs(2);
+
 /// How long a freezer waits for the other threads to leave their locks.
 const FREEZE_NS: u64 = 1_000_000_000;
 
@@ -62,7 +65,9 @@ impl Namespace {
         if !quiet() {
             return Ok(());
         }
-        crate::proc::exit_ending(self.arena())
+        // The exit never waits long on a lock (a stopped participant's):
+        // what is left is finished once the process is gone.
+        crate::with_lock_limit(EXIT_LOCKS, || crate::proc::exit_ending(self.arena()))
     }
 }
 

@@ -135,15 +135,23 @@ fn check(ns: &Namespace) -> anyhow::Result<ExitCode> {
 fn problems(ns: &Namespace) -> Result<Census, Vec<String>> {
     // Clean up after processes that died without exiting through ipcns,
     // as any caller would, then check.
-    let _ = ns.reap_exited();
+    let _ = ipcns::with_lock_limit(INFO_LOCKS, || ns.reap_exited());
     match ns.problems() {
         (census, p) if p.is_empty() => Ok(census),
         (_, p) => Err(p),
     }
 }
 
+/// How long `ns info` waits for the arena's locks, in all: a lock kept by
+/// a stopped participant is named, never waited for.
+const INFO_LOCKS: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The text of `ns info`.
 fn info(ns: &Namespace) -> anyhow::Result<String> {
+    ipcns::with_lock_limit(INFO_LOCKS, || info_bounded(ns))
+}
+
+fn info_bounded(ns: &Namespace) -> anyhow::Result<String> {
     let meta = std::fs::metadata(ns.path()).with_context(|| format!("{}", ns.path().display()))?;
     let cred = (*ns.cred()?).clone();
     let sys = NsCaller { ns, cred };

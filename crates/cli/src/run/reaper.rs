@@ -7,6 +7,9 @@ use ipcns::Namespace;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// How long one pass waits for the arena's locks, in all.
+const PASS_LOCKS: Duration = Duration::from_secs(1);
+
 /// Requests made and requests served: a request made after the thread
 /// started a pass is served by the next pass (the pass must see the
 /// process that died after it started).
@@ -121,7 +124,9 @@ fn serve(ns: &Namespace, s: &Shared) {
         };
         // Errors are the namespace's (a corrupt arena): the next pass, or
         // the next participant that meets the dead process, retries.
-        let _ = ns.reap_exited();
+        // A lock kept by a stopped participant must not keep the passes
+        // (and the end of the run) waiting: the next pass retries.
+        let _ = ipcns::with_lock_limit(PASS_LOCKS, || ns.reap_exited());
         s.counts().done = target;
         s.changed.notify_all();
     }

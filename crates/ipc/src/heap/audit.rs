@@ -127,27 +127,31 @@ pub(crate) fn audit(a: &Arena) -> (HeapStats, Vec<String>) {
 }
 
 /// The global free lists, each block checked; a list is followed until its
-/// end, a link that is no block of its class, more blocks than the heap
-/// holds (a loop) or [`MAX_FREE`] blocks in all. Heap lock held.
+/// end, a link that is no block of its class, a loop (found in constant
+/// memory, `chain.rs`), more blocks than the heap holds or [`MAX_FREE`]
+/// blocks in all. Heap lock held.
 fn lists(a: &Arena, free: &mut Vec<Free>, problems: &mut Vec<String>) {
     let h = &a.header().heap;
     let used = h.top.load(Relaxed).saturating_sub(a.layout().heap_off);
     for c in 0..HEAP_CLASSES {
         let s = class_size(c);
-        let mut cur = h.free[c].load(Relaxed);
+        let mut walk = crate::chain::Chain::new(h.free[c].load(Relaxed), |cur| {
+            plausible(a, cur, s, s.min(PAGE))
+                .then(|| a.view::<AtomicU64>(cur).map_or(0, |w| w.load(Relaxed)))
+        });
         let mut n = 0u64;
-        while cur != 0 {
+        for cur in walk.by_ref() {
             n += 1;
             if free.len() >= MAX_FREE || n > used / s {
-                problems.push(format!("free list of class {s}: too long, a loop?"));
-                break;
-            }
-            if !plausible(a, cur, s, s.min(PAGE)) {
-                problems.push(format!("free list of class {s} links to {cur:#x}, no block"));
+                problems.push(format!("free list of class {s}: too long"));
                 break;
             }
             free.push((cur, s, Where::List(s)));
-            cur = a.view::<AtomicU64>(cur).map_or(0, |w| w.load(Relaxed));
+        }
+        if walk.broken() && free.len() < MAX_FREE && n <= used / s {
+            problems.push(format!(
+                "free list of class {s}: a loop or a link to no block of its class"
+            ));
         }
     }
 }

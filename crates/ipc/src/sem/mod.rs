@@ -41,6 +41,7 @@ const JOURNAL_UNDO: u32 = 3;
 const JOURNAL_SETVAL: u32 = 4;
 
 mod op;
+mod seen;
 pub(crate) mod undo;
 
 pub(crate) struct SemKind;
@@ -206,6 +207,22 @@ fn clear_journal(a: &Arena, s: &SemSlot) {
 
 fn sems_bytes(nsems: u32) -> u64 {
     u64::from(nsems) * core::mem::size_of::<Sem>() as u64
+}
+
+/// This process's key for arena `a` in the table of sizes shown.
+fn arena_key(a: &Arena) -> usize {
+    a as *const Arena as usize
+}
+
+/// The semaphores of a set as this process may copy them out or in: the
+/// set's array, EUCLEAN if its size is not the one this process was shown
+/// (`seen.rs`: a participant rewrote it).
+fn sems_as_shown<'a>(a: &'a Arena, f: &Found<'a, SemSlot>) -> Result<&'a [Sem], Errno> {
+    let sems = sems(a, f.slot)?;
+    match seen::size(arena_key(a), f.idx, f.generation) {
+        Some(n) if n as usize != sems.len() => Err(Errno::EUCLEAN),
+        _ => Ok(sems),
+    }
 }
 
 /// The semaphores of a set: inline, or the heap array. EUCLEAN when the
@@ -378,6 +395,13 @@ impl Namespace {
         if created.is_err() && base != 0 && !stored.get() {
             let _ = heap::free(a, base, sems_bytes(n));
         }
+        if let Ok(id) = created {
+            // The creator knows the size it asked for (GETALL's bound).
+            let idx = a.layout().idx_of(id);
+            if let Ok(s) = crate::registry::slot::<SemKind>(a, idx) {
+                seen::shown(arena_key(a), idx, s.head.generation.load(Relaxed), n);
+            }
+        }
         created
     }
 
@@ -478,6 +502,14 @@ fn sem_stat(a: &Arena, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) 
     out.sem_otime = s.otime.load(Relaxed);
     out.sem_ctime = s.head.ctime.load(Relaxed);
     out.sem_nsems = u64::from(s.nsems.load(Relaxed));
+    // The size this process is shown (the object lock is held: the slot's
+    // generation is the set's).
+    seen::shown(
+        arena_key(a),
+        a.layout().idx_of(id),
+        s.head.generation.load(Relaxed),
+        s.nsems.load(Relaxed),
+    );
     // IPC_STAT returns 0 ("as defined in SUS"); SEM_STAT(_ANY) the full id.
     Ok(if cmd == abi::IPC_STAT { 0 } else { id })
 }
@@ -493,10 +525,11 @@ fn sem_main(
 ) -> SysResult<i32> {
     let f = obtain::<SemKind>(a, semid)?;
     let s = f.slot;
-    // The size as found (checked against the heap: it sizes a copy), for
+    // The size as found (checked against the heap, and against the size
+    // this process was shown: it sizes a copy to or from the caller), for
     // the order of Linux's checks; everything is read again under the
     // lock, where the generation guarantees the set.
-    let nsems = sems(a, s)?.len() as i32;
+    let nsems = sems_as_shown(a, &f)?.len() as i32;
     perm::ipcperms(
         cred,
         &s.head,
@@ -510,10 +543,13 @@ fn sem_main(
             let vals: Vec<u16> = {
                 let _g = lock_object::<SemKind>(a, s)?;
                 still_valid(&f)?;
-                sems(a, s)?
-                    .iter()
-                    .map(|x| x.val() as u16)
-                    .collect()
+                let sems = sems_as_shown(a, &f)?;
+                let mut v = Vec::new();
+                // Sized by the arena: an allocation that fails is ENOMEM,
+                // never an abort.
+                v.try_reserve_exact(sems.len()).map_err(|_| Errno::ENOMEM)?;
+                v.extend(sems.iter().map(|x| x.val() as u16));
+                v
             };
             // copy_to_user of nsems values, after unlocking.
             out.copy_out(&vals)?;
@@ -524,7 +560,10 @@ fn sem_main(
                 return Err(Errno::EFAULT);
             };
             // copy_from_user of nsems values, before locking.
-            let mut vals = vec![0u16; nsems.max(0) as usize];
+            let mut vals = Vec::new();
+            vals.try_reserve_exact(nsems.max(0) as usize)
+                .map_err(|_| Errno::ENOMEM)?;
+            vals.resize(nsems.max(0) as usize, 0u16);
             input.copy_in(&mut vals)?;
             // "if (sem_io[i] > SEMVMX) err = -ERANGE", before locking.
             if vals.iter().any(|&v| i32::from(v) > SEMVMX) {
