@@ -67,6 +67,18 @@ pub fn lock_object<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, 
     Ok(g)
 }
 
+/// [`lock_object`] whatever the call's lock deadline: for the cleanup
+/// after a wait (a sleeper taking its record off the queue), which must
+/// not fail where the wait ended.
+pub fn lock_object_unbounded<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
+    let mut g = s.head().lock.lock_unbounded()?;
+    if g.recovered() {
+        K::repair_object(a, s)?;
+        g.repaired();
+    }
+    Ok(g)
+}
+
 /// The slot of index `idx`. Only for an index whose used bit is (or was
 /// just) set: other slots' pages may not be reserved.
 pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {

@@ -144,7 +144,16 @@ pub fn enter() -> Inside {
                 }
             }
         }
+        // Only the outermost lock of a call waits with the call's
+        // deadline: a lock taken inside one is part of an operation under
+        // way, which must not fail half done (it was decided under the
+        // outer lock).
+        let outermost = match entry {
+            Some(e) => e.depth.load(Relaxed) == 1,
+            None => DEPTH.try_with(Cell::get).unwrap_or(0) == 1,
+        };
         let deadline = match entry {
+            _ if !outermost => 0,
             Some(e) => e.deadline.load(Relaxed),
             None => DEADLINE.try_with(Cell::get).unwrap_or(0),
         };

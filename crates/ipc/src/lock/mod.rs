@@ -430,8 +430,20 @@ mod guard {
         /// holding no lock waits here.
         #[inline]
         pub fn lock_until(&self, deadline: Option<u64>) -> Result<Guard<'_>, Errno> {
+            self.lock_with(deadline, true)
+        }
+
+        /// Locks, waiting as long as a live holder keeps it, whatever the
+        /// call's deadline: for the cleanup that must follow a wait (a
+        /// sleeper's record taken off its queue), which may not fail.
+        pub fn lock_unbounded(&self) -> Result<Guard<'_>, Errno> {
+            self.lock_with(None, false)
+        }
+
+        #[inline]
+        fn lock_with(&self, deadline: Option<u64>, bounded: bool) -> Result<Guard<'_>, Errno> {
             let inside = gate::enter();
-            let deadline = match (deadline, inside.deadline) {
+            let deadline = match (deadline, if bounded { inside.deadline } else { 0 }) {
                 (d, 0) => d,
                 (None, c) => Some(c),
                 (Some(d), c) => Some(d.min(c)),

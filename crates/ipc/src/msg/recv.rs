@@ -256,7 +256,8 @@ impl Namespace {
             )?;
             drop(g);
             let woke = queue::sleep(&f, wait::at(a, rec)?);
-            let g = lock_object::<MsgKind>(a, s)?;
+            // The record must be collected whatever the call's deadline.
+            let g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
             let (done, status, handed) = queue::collect(a, s, rec)?;
             if done {
                 match status {

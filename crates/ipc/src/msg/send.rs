@@ -96,7 +96,8 @@ impl Namespace {
             )?;
             drop(g);
             let woke = queue::sleep(&f, wait::at(a, rec)?);
-            g = lock_object::<MsgKind>(a, s)?;
+            // The record must be collected whatever the call's deadline.
+            g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
             // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =
             // -EIDRM; ...}" and "if (signal_pending(current)) { err =
             // -ERESTARTNOHAND; ...}" (EINTR: the handler ran).

@@ -209,9 +209,13 @@ fn sems_bytes(nsems: u32) -> u64 {
     u64::from(nsems) * core::mem::size_of::<Sem>() as u64
 }
 
-/// This process's key for arena `a` in the table of sizes shown.
+/// The key of arena `a` in the table of sizes shown: its file (device and
+/// inode), never 0. (Not its address: a `Namespace` dropped and another
+/// opened may get the same one.)
 fn arena_key(a: &Arena) -> usize {
-    a as *const Arena as usize
+    let id = a.id();
+    let k = id.ino ^ (u64::from(id.dev.0) << 44) ^ (u64::from(id.dev.1) << 24);
+    (k as usize).max(1)
 }
 
 /// The semaphores of a set as this process may copy them out or in: the

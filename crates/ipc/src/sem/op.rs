@@ -542,7 +542,11 @@ impl Namespace {
                     s.otime.store(now(), Relaxed);
                     if alter {
                         let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
-                        update_queue(a, s, Some(&nums))?;
+                        // Our operation is done: a failure to complete
+                        // the sleepers (no memory for a journal, a corrupt
+                        // record) is not ours to report, and they are
+                        // tried again at the next change.
+                        let _ = update_queue(a, s, Some(&nums));
                     }
                     return Ok(0);
                 }
@@ -561,8 +565,10 @@ impl Namespace {
         let result = match wait::sleep(w, deadline, &mut tick) {
             Slept::Done(status) => status,
             gave_up => {
-                // Leave the queue, unless a waker finished us meanwhile.
-                let _g = lock_object::<SemKind>(a, s)?;
+                // Leave the queue, unless a waker finished us meanwhile
+                // (the lock waited for past the call's deadline: the
+                // record must not stay queued for a call that returns).
+                let _g = crate::registry::lock_object_unbounded::<SemKind>(a, s)?;
                 if let Some(status) = wait::finished(w) {
                     status
                 } else {

@@ -45,7 +45,7 @@ fn entry(idx: u32) -> &'static Entry {
 }
 
 /// Remembers that set `idx` of generation `generation` in the arena at
-/// `arena` (its address in this process) was shown with `nsems`.
+/// `arena` (its key) was shown with `nsems`.
 pub fn shown(arena: usize, idx: u32, generation: u64, nsems: u32) {
     let e = entry(idx);
     e.arena.store(0, Relaxed);
