@@ -25,5 +25,7 @@ fn main() {
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
     assert!(status.success(), "c/exec.c did not compile ({status})");
-    println!("cargo:rustc-cdylib-link-arg={}", obj.display());
+    // Every linked target: the library, and its unit tests, which hold
+    // the same exports.
+    println!("cargo:rustc-link-arg={}", obj.display());
 }

@@ -72,6 +72,13 @@ not_loom! {
         lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The identity a lock word holds for live thread `tid` (tests write
+    /// one where a hostile participant would).
+    #[doc(hidden)]
+    pub fn thread_identity(tid: u32) -> Option<u64> {
+        lock::identity_of(tid)
+    }
+
     /// Runs `f` with every arena lock it waits for waited for at most
     /// `limit` in all (a lock kept longer, by a stopped participant say,
     /// fails the call that needs it with ETIMEDOUT, or the errno that call

@@ -68,6 +68,14 @@ impl Out {
 }
 
 impl Namespace {
+    /// The arena offset of the slot of index `idx` of mechanism `m` (for
+    /// tests that rewrite one field as a hostile participant would;
+    /// unstable).
+    #[doc(hidden)]
+    pub fn slot_offset(&self, m: Mech, idx: u32) -> u64 {
+        self.arena().layout().slot_off(m, idx)
+    }
+
     /// The arena's interesting byte ranges (for fuzzers; unstable).
     #[doc(hidden)]
     pub fn regions(&self) -> Vec<Region> {

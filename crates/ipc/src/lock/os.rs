@@ -594,6 +594,13 @@ pub fn holder_of(lock: &Lock) -> Option<Holder> {
     })
 }
 
+/// The identity (as lock words name threads) of live thread `tid`, from
+/// /proc: for tests that write one where a hostile participant would.
+pub fn identity_of(tid: u32) -> Option<u64> {
+    let (_, start) = thread_stat(tid)?;
+    Some((u64::from(tag_of(boot_tag(), start)) << 32) | u64::from(tid))
+}
+
 /// This thread's identity as lock words and waiter records name it.
 pub fn my_identity() -> u64 {
     me()

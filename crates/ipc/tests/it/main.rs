@@ -8,6 +8,7 @@ mod diff;
 mod fuzz;
 mod handed;
 mod heap;
+mod hostile;
 mod hugetlb;
 mod msgcrash;
 mod msgdiff;
