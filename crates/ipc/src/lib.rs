@@ -27,6 +27,7 @@ not_loom! {
     mod check;
     pub mod creds;
     mod ctl;
+    mod fault;
     mod fork;
     mod heap;
     mod ids;

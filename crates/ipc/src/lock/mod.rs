@@ -449,11 +449,14 @@ mod guard {
                 (Some(d), c) => Some(d.min(c)),
             };
             match self.acquire_until(&Known(inside.who), deadline) {
-                Ok(recovered) => Ok(Guard {
-                    lock: self,
-                    inside,
-                    recovered,
-                    _not_send: PhantomData,
+                Ok(recovered) => Ok({
+                    crate::fault::step();
+                    Guard {
+                        lock: self,
+                        inside,
+                        recovered,
+                        _not_send: PhantomData,
+                    }
                 }),
                 Err(e) => {
                     gate::leave(&inside);
@@ -490,6 +493,7 @@ mod guard {
     impl Drop for Guard<'_> {
         #[inline]
         fn drop(&mut self) {
+            crate::fault::step();
             // Errors only come from a model's `step`; the real one has none.
             let _ = self.lock.release(&Known(self.inside.who));
             gate::leave(&self.inside);

@@ -163,6 +163,7 @@ fn roll_forward(a: &Arena, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<
             );
             for (sem, w) in sems.iter().zip(&words[3..3 + nsems]) {
                 set(sem, w);
+                crate::fault::step();
             }
             if entry != 0
                 && let Ok(adj) = undo::adj(a, entry)

@@ -203,7 +203,9 @@ fn commit(
     }
     s.journal_len.store(words as u32, Relaxed);
     s.journal_off.store(journal, Relaxed);
+    crate::fault::step();
     s.journal_op.store(JOURNAL_SEMOP, Relaxed);
+    crate::fault::step();
     SemKind::repair_object(a, s)
 }
 

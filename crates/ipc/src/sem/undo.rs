@@ -179,6 +179,7 @@ pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Resu
     }
     let n = sems(a, s)?.len() as u32;
     let off = heap::alloc(a, bytes(n))?;
+    crate::fault::step();
     let h: &UndoHead = a.view(off)?;
     h.proc.store(me, Relaxed);
     h.semid.store(semid, Relaxed);
@@ -194,6 +195,7 @@ pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Resu
         h.next_proc.store(r.undos.load(Relaxed), Relaxed);
         r.undos.store(off, Relaxed);
     }
+    crate::fault::step();
     h.next_set.store(s.undos.load(Relaxed), Relaxed);
     s.undos.store(off, Relaxed);
     Ok(off)
@@ -289,8 +291,11 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
     }
     s.journal_len.store(words as u32, Relaxed);
     s.journal_off.store(journal, Relaxed);
+    crate::fault::step();
     s.journal_op.store(JOURNAL_UNDO, Relaxed);
+    crate::fault::step();
     SemKind::repair_object(a, s)?;
+    crate::fault::step();
     // exit_sem: "do_smart_update(sma, NULL, 0, 1, &wake_q)": otime is set
     // for every set the process has an entry for, adjustments or not.
     s.otime.store(crate::time::now(), Relaxed);
@@ -320,6 +325,7 @@ pub fn cancel_sleepers(a: &Arena, s: &SemSlot, off: u64) {
 /// and marked applied. Set lock held.
 pub fn retire(a: &Arena, s: &SemSlot, off: u64) {
     unlink_from_set(a, s, off);
+    crate::fault::step();
     if let Ok(h) = head(a, off) {
         h.applied.store(1, Relaxed);
     }
