@@ -4,8 +4,16 @@
 //! ask to be killed (SIGKILL, as the kernel would, nothing run after) at
 //! its n-th step; in every other build `step()` is nothing.
 
+/// A step (nothing outside the unit tests).
+#[cfg(not(test))]
+#[inline(always)]
+pub fn step() {}
+
 #[cfg(test)]
-mod on {
+pub use armed::{die_at, step, steps};
+
+#[cfg(test)]
+mod armed {
     use core::sync::atomic::AtomicU64;
     use core::sync::atomic::Ordering::Relaxed;
 
@@ -33,10 +41,4 @@ mod on {
     }
 }
 
-#[cfg(test)]
-pub use on::{die_at, step, steps};
 
-/// A step (nothing outside the unit tests).
-#[cfg(not(test))]
-#[inline(always)]
-pub fn step() {}

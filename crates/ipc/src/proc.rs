@@ -674,7 +674,7 @@ mod deaths {
         sembuf {
             sem_num: 0,
             sem_op: v,
-            sem_flg: SEM_UNDO as i16,
+            sem_flg: SEM_UNDO,
         }
     }
 
