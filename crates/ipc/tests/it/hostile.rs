@@ -257,3 +257,46 @@ fn an_undo_list_cycle_costs_neither_time_nor_memory() {
     let _ = ns.problems();
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn a_free_list_loop_is_reported_at_once_and_every_held_lock_named() {
+    let t = TestNs::new("hostile-freeloop");
+    let ns = &t.ns;
+    let me = ns.cred().unwrap();
+    let relaxed = core::sync::atomic::Ordering::Relaxed;
+    // A 32 KiB block (a class without per-cpu caches) freed: the head of
+    // its class's list; its link made to point at itself.
+    let b = ns.heap_alloc(32 << 10).unwrap();
+    ns.heap_free(b, 32 << 10).unwrap();
+    let f = ns.facts();
+    let head = f.heap_state + 48 + 10 * 8;
+    assert_eq!(
+        ns.arena_word(head).unwrap().load(relaxed),
+        b,
+        "the list's head"
+    );
+    ns.arena_word(b).unwrap().store(b, relaxed);
+    let t0 = Instant::now();
+    let (_, problems) = ns.problems();
+    let stats = ns.heap_stats();
+    let took = t0.elapsed();
+    println!("a one-block free-list loop: {problems:?} in {took:?}; {stats:?}");
+    assert!(problems.iter().any(|p| p.contains("loop")), "{problems:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // Every lock held is named, an object's too.
+    let id = ns.semget(&me, 0, 1, IPC_CREAT | 0o600).unwrap();
+    let idx = (id & 0x7fff) as u32;
+    let mut s = stranger();
+    let who = ipcns::thread_identity(s.id()).unwrap();
+    ns.arena_word(ns.slot_offset(Mech::Sem, idx))
+        .unwrap()
+        .store(who, relaxed);
+    let held = ns.lock_holders();
+    let _ = s.kill();
+    let _ = s.wait();
+    println!("held: {held:?}");
+    assert!(
+        held.iter()
+            .any(|(name, h)| name == &format!("sem {idx}") && h.tid == s.id())
+    );
+}
