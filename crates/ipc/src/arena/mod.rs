@@ -133,6 +133,37 @@ pub struct Arena {
     recent: crate::recent::Recent,
 }
 
+/// How much of an arena of layout `l` is mapped at first, beyond the
+/// start of each part: the tables' first slots (all of them in normal
+/// mode), the heap's first bytes. More is mapped as it is needed.
+const MAP_AHEAD: u64 = 8 << 20;
+
+/// Maps the arena file `file` of layout `l` in runs (`map.rs`): one in
+/// normal mode, whose tables take some 20 MiB; in extend mode one per
+/// slot table (3 GiB each), so that only the slots in use are mapped, and
+/// one for the heap.
+fn map_arena(file: &Fd, l: &Layout) -> Result<Mapping, Errno> {
+    use map::RunSpec;
+    let heap = RunSpec {
+        limit: l.size,
+        initial: l.heap_off.saturating_add(MAP_AHEAD),
+    };
+    let size = usize::try_from(l.size).map_err(|_| Errno::ENOMEM)?;
+    if !l.extend {
+        return Mapping::new(file, size, &[heap]);
+    }
+    let mut runs: Vec<RunSpec> = l
+        .tables
+        .iter()
+        .map(|t| RunSpec {
+            limit: t.bitmap,
+            initial: t.slots.saturating_add(MAP_AHEAD),
+        })
+        .collect();
+    runs.push(heap);
+    Mapping::new(file, size, &runs)
+}
+
 fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
     move |e| {
         if e == Errno::ENOENT {
@@ -161,7 +192,7 @@ impl Arena {
         let (tmp, file) = file::create_temporary(path, opts.mode)?;
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
-            let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
+            let map = map_arena(&file, &layout).map_err(io_err(&tmp))?;
             let id = file.stat().map_err(io_err(&tmp))?;
             let mut arena = Arena {
                 own_proc: core::sync::atomic::AtomicU64::new(0),
@@ -262,7 +293,7 @@ impl Arena {
                 "sizes disagree: file {len}, header {size}, heap at {heap_off}"
             )));
         }
-        let map = Mapping::new(&file, len as usize).map_err(io_err(path))?;
+        let map = map_arena(&file, &layout).map_err(io_err(path))?;
         // The descriptor is closed here: the mapping is all we use.
         drop(file);
         let arena = Arena {
@@ -359,20 +390,23 @@ impl Arena {
     }
 
     pub fn header(&self) -> &Header {
-        // Every Arena maps at least HEADER_SIZE bytes (checked in `open`,
-        // made so in `create`), so the view exists; this cannot panic.
+        // Every Arena maps at least HEADER_SIZE bytes from the start
+        // (checked in `open`, made so in `create`; the first run's initial
+        // part covers the tables), so the view exists; this cannot panic.
         self.map.view(0).expect("the header is in every arena")
     }
 
     /// The `T` at `off`; EFAULT-like error for an offset outside the arena
-    /// (a corrupted arena), never undefined behaviour.
+    /// (a corrupted arena), never undefined behaviour; ENOMEM when the
+    /// part of the file it is in cannot be mapped (`map.rs`).
     pub(crate) fn view<T: Shared>(&self, off: u64) -> Result<&T, Errno> {
-        self.map.view(off).ok_or(Errno::EFAULT)
+        self.map.view(off)
     }
 
     pub(crate) fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
-        self.map.view_slice(off, n).ok_or(Errno::EFAULT)
+        self.map.view_slice(off, n)
     }
+
 
     /// The arena file as attached: device, inode, owner and mode.
     pub(crate) fn id(&self) -> &crate::sys::Stat {

@@ -9,6 +9,7 @@ mod fuzz;
 mod handed;
 mod heap;
 mod hugetlb;
+mod limits;
 mod msgcrash;
 mod msgdiff;
 mod msgop;
