@@ -269,12 +269,24 @@ fn stat_dir(dir: &Path) -> Result<Stat, ArenaError> {
 /// without any), `fstat` to be sure it is the same one, and `chmod` through
 /// the descriptor's `/proc/self/fd` link, which names that very inode.
 fn chmod_dir(dir: &Path, seen: &Stat, mode: u32) -> Result<(), ArenaError> {
-    let f = fs::open(
-        dir,
-        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-        0,
-    )
-    .map_err(io_at(dir))?;
+    let f = match fs::open(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+        Ok(f) => f,
+        // No descriptor to spare (RLIMIT_NOFILE): by path, if it is still
+        // the directory `seen` (a directory just made, in a directory of
+        // the namespace's owner).
+        Err(Errno(libc::EMFILE | libc::ENFILE)) => {
+            return match fs::lstat(dir) {
+                Ok(m) if m.same_file(seen) && m.is_dir() => {
+                    fs::chmod(dir, mode).map_err(io_at(dir))
+                }
+                _ => Err(ArenaError::BadDir {
+                    dir: dir.to_path_buf(),
+                    why: "it was replaced while being made".to_string(),
+                }),
+            };
+        }
+        Err(e) => return Err(io_at(dir)(e)),
+    };
     let m = f.stat().map_err(io_at(dir))?;
     if !m.same_file(seen) {
         return Err(ArenaError::BadDir {
@@ -393,8 +405,48 @@ pub(crate) fn create_segment(
     reserve: bool,
 ) -> Result<(PathBuf, Stat), ArenaError> {
     let (dir, _) = segment_dir(arena, am.uid, am.mode)?;
-    let (path, f) = segment_file(&dir, am, serial, size, reserve)?;
+    let (path, f) = match segment_file(&dir, am, serial, size, reserve) {
+        Err(e) if !reserve && no_descriptor(&e) => return segment_by_path(&dir, am, serial, size),
+        r => r?,
+    };
     match f.stat() {
+        Ok(m) => Ok((path, m)),
+        Err(e) => {
+            let _ = fs::unlink(&path);
+            Err(io_at(&path)(e))
+        }
+    }
+}
+
+/// Whether `e` says that no descriptor could be had (EMFILE: RLIMIT_NOFILE
+/// reached; ENFILE: the system's table full).
+fn no_descriptor(e: &ArenaError) -> bool {
+    matches!(e, ArenaError::Io { source, .. }
+        if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)))
+}
+
+/// [`segment_file`] without a descriptor, for a process that has none to
+/// spare, and without a reservation (which needs one): `mknod` of a
+/// regular file, `chmod` and `truncate` by path (which follow a link: the
+/// name is in a directory where nobody else may replace it, private or
+/// sticky), then `lstat`, which must find the regular file made. Its path
+/// and identity.
+fn segment_by_path(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBuf, Stat), ArenaError> {
+    let path = dir.join(format!("shm.{serial}"));
+    let mode = am.mode & 0o666;
+    fs::mknod_file(&path, mode).map_err(io_at(&path))?;
+    let made = fs::lstat(&path).and_then(|m| {
+        if !m.is_file() {
+            return Err(Errno::EEXIST);
+        }
+        fs::chmod(&path, mode)?;
+        fs::truncate(&path, size)?;
+        match fs::lstat(&path)? {
+            now if now.same_file(&m) && now.is_file() => Ok(now),
+            _ => Err(Errno::EEXIST),
+        }
+    });
+    match made {
         Ok(m) => Ok((path, m)),
         Err(e) => {
             let _ = fs::unlink(&path);

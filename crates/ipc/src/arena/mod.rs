@@ -121,7 +121,7 @@ pub struct Arena {
     path: PathBuf,
     /// The arena file as it was when attached (device, inode, owner,
     /// mode). No descriptor is kept: the one used to map it is closed at
-    /// once, since a program may close every descriptor it did not open
+    /// once (or left to the program, whose it was), since a program may close every descriptor it did not open
     /// itself (a daemon's `closefrom`) and reuse the number for a file of
     /// its own.
     id: crate::sys::Stat,
@@ -217,7 +217,7 @@ impl Arena {
     /// caller's, or one created shared if `access` is [`Access::Shared`].
     pub fn open(path: &Path, access: Access) -> Result<Arena, ArenaError> {
         let (file, meta) = file::open_arena(path)?;
-        Arena::attach(path, file, &meta, Some(access))
+        Arena::attach(path, &file, &meta, Some(access))
     }
 
     /// Attaches to the arena open on `fd` (a descriptor handed down by
@@ -226,7 +226,19 @@ impl Arena {
     /// reading and writing (mapping it read-write fails otherwise); there
     /// is no owner check: whoever handed the descriptor down let us in.
     pub fn open_fd(fd: std::os::fd::OwnedFd, path: &Path) -> Result<Arena, ArenaError> {
-        let file = Fd::from(fd);
+        Arena::attach_fd(&Fd::from(fd), path)
+    }
+
+    /// [`Arena::open_fd`] on descriptor number `fd`, which stays the
+    /// caller's: used to map the arena and left open (for a process that
+    /// cannot make a duplicate: RLIMIT_NOFILE reached). A number that is
+    /// not open is an error (EBADF), nothing else.
+    pub fn open_fd_in_place(fd: std::os::fd::RawFd, path: &Path) -> Result<Arena, ArenaError> {
+        Fd::with_raw(fd, |file| Arena::attach_fd(file, path))
+    }
+
+    /// The checks of a descriptor handed down, then [`Arena::attach`].
+    fn attach_fd(file: &Fd, path: &Path) -> Result<Arena, ArenaError> {
         let meta = file.stat().map_err(io_err(path))?;
         if !meta.is_file() {
             return Err(ArenaError::NotAnArena {
@@ -243,7 +255,7 @@ impl Arena {
     /// with `pread`, so a descriptor shared with others keeps its offset.
     fn attach(
         path: &Path,
-        file: Fd,
+        file: &Fd,
         meta: &crate::sys::Stat,
         access: Option<Access>,
     ) -> Result<Arena, ArenaError> {
@@ -293,9 +305,8 @@ impl Arena {
                 "sizes disagree: file {len}, header {size}, heap at {heap_off}"
             )));
         }
-        let map = map_arena(&file, &layout).map_err(io_err(path))?;
-        // The descriptor is closed here: the mapping is all we use.
-        drop(file);
+        // The descriptor is closed by the caller: the mapping is all we use.
+        let map = map_arena(file, &layout).map_err(io_err(path))?;
         let arena = Arena {
             own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),

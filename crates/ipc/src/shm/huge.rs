@@ -310,6 +310,8 @@ pub(crate) fn open(a: &Arena, serial: u64, h: &Huge, flags: i32) -> Result<(Fd, 
                 }
             }
             Err(Errno::EACCES | Errno::EPERM) => err = Errno::EACCES,
+            // No descriptor to spare: shmat's ENOMEM (shm/mod.rs).
+            Err(Errno(libc::EMFILE | libc::ENFILE)) => err = Errno::ENOMEM,
             Err(_) => {}
         }
     }

@@ -107,6 +107,11 @@ pub(crate) fn map_segment(
                 // changed uid in a namespace not created shared): the
                 // file's permissions are the namespace's boundary.
                 Errno::EACCES | Errno::EPERM => Errno::EACCES,
+                // No descriptor to map it with (RLIMIT_NOFILE reached, or
+                // the system's table full): shmop(2) "ENOMEM Could not
+                // allocate memory for the descriptor or for the page
+                // tables", the nearest of shmat's errors.
+                Errno(libc::EMFILE | libc::ENFILE) => Errno::ENOMEM,
                 // Gone: removed meanwhile.
                 _ => Errno::EIDRM,
             },
@@ -284,9 +289,9 @@ impl Namespace {
                 return Err(Errno::ENOMEM);
             }
             // A file that cannot be made (a full tmpfs, a segment
-            // directory that is not the namespace's) is
-            // shmem_kernel_file_setup failing: ENOMEM, as shmem_get_inode's
-            // failure gives.
+            // directory that is not the namespace's, no descriptor to make
+            // and reserve it with) is shmem_kernel_file_setup failing:
+            // ENOMEM, as shmem_get_inode's failure gives.
             //
             // Its pages are allocated now unless SHM_NORESERVE, so that no
             // touch of an attachment can fault on a full file system (see
@@ -294,7 +299,8 @@ impl Namespace {
             // them is shmem's setup failing too: ENOMEM. With
             // SHM_NORESERVE the file is sparse and a touch of a page the
             // file system cannot supply is SIGBUS, as a touch of a
-            // MAP_NORESERVE mapping the kernel cannot back.
+            // MAP_NORESERVE mapping the kernel cannot back; made by path
+            // when the process has no descriptor to spare (`arena/file.rs`).
             let reserve = shmflg & abi::SHM_NORESERVE == 0;
             let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve)
             else {

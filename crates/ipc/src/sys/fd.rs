@@ -21,6 +21,15 @@ impl Fd {
         Fd(fd as i32)
     }
 
+    /// Runs `f` with descriptor `raw` as an `Fd`, which is never closed
+    /// here (not even if `f` panics): a descriptor of the program's that
+    /// we may use but not own (an inherited `IPCNS_FD` when no duplicate
+    /// can be made).
+    pub fn with_raw<R>(raw: i32, f: impl FnOnce(&Fd) -> R) -> R {
+        let fd = core::mem::ManuallyDrop::new(Fd(raw));
+        f(&fd)
+    }
+
     /// The number, for system calls.
     pub fn raw(&self) -> i32 {
         self.0
