@@ -30,6 +30,11 @@
 //! system, and the empty file stays under its name until `ipcns ns
 //! remove`. Serials are never reused, so the name is no one's.
 //!
+//! # Resident pages
+//! The pages reserved at shmget are the file's from then on, but the
+//! kernel counts a segment's pages as they are touched (`shm_rss`):
+//! [`resident_bytes`] counts those only.
+//!
 //! Lock state: the callers hold the segment's registry and object locks
 //! (shmget, release); shmat holds none.
 
@@ -125,6 +130,43 @@ pub(crate) fn remove(path: &Path, id: Option<FileId>) {
     if ours {
         let _ = f.set_len(0);
     }
+}
+
+/// Bytes of the segment file at `path` that hold pages the kernel would
+/// count in the segment's `shm_rss` (`shm_add_rss_swap`: the shmem
+/// inode's `nrpages`): those touched, through a mapping or a write. The
+/// pages `fallocate` reserved at shmget and nobody touched yet are not
+/// (tmpfs keeps them !Uptodate, and SEEK_DATA skips them as holes, while
+/// `st_blocks` counts them); so the data extents are summed, at most one
+/// per page. Without a descriptor to read it with, its blocks.
+pub(crate) fn resident_bytes(path: &Path) -> u64 {
+    let blocks = || fs::lstat(path).map_or(0, |m| m.blocks.saturating_mul(512));
+    let Ok(f) = fs::open(
+        path,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0,
+    ) else {
+        return blocks();
+    };
+    let Ok(m) = f.stat() else {
+        return 0;
+    };
+    if !m.is_file() {
+        return 0;
+    }
+    let mut total = 0u64;
+    let mut at = 0u64;
+    for _ in 0..=m.size / 4096 {
+        let Some(data) = f.seek(at, libc::SEEK_DATA) else {
+            break;
+        };
+        let Some(hole) = f.seek(data, libc::SEEK_HOLE).filter(|&h| h > data) else {
+            break;
+        };
+        total = total.saturating_add(hole - data);
+        at = hole;
+    }
+    total
 }
 
 #[cfg(test)]

@@ -155,14 +155,15 @@ pub(crate) fn unmap(addr: usize, len: usize) {
 }
 
 /// Resident bytes of segment `s` as the kernel counts them
-/// (shm_add_rss_swap): its file's blocks; for a huge page segment,
+/// (shm_add_rss_swap): its file's pages touched (`file.rs`); for a huge
+/// page segment,
 /// `pages_per_huge_page(h) * mapping->nrpages` pages, nrpages counting
 /// 4 KiB pages, so the bytes resident times the huge page's 4 KiB pages.
 pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
     let serial = s.serial.load(Relaxed);
     match Huge::of(s) {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
-        Ok(None) => fs::lstat(&segment_path(a, serial)).map_or(0, |m| m.blocks.saturating_mul(512)),
+        Ok(None) => file::resident_bytes(&segment_path(a, serial)),
         Err(_) => 0,
     }
 }
