@@ -1,5 +1,7 @@
 //! The namespace arena: one sparse file, mapped `MAP_SHARED` by every
-//! participant, holding the header, the object tables and the heap.
+//! participant (each maps the part in use, growing its mapping in place as
+//! it needs more: `map.rs`), holding the header, the object tables and the
+//! heap.
 //!
 //! Creating an arena writes it completely under a temporary name and then
 //! links it to its final name, so that nobody ever attaches to a half-made
