@@ -161,8 +161,30 @@ impl Namespace {
     /// permission.
     pub fn open_fd(fd: std::os::fd::OwnedFd, hint: Option<&Path>) -> Result<Namespace, ArenaError> {
         use std::os::fd::AsRawFd;
+        let path = Namespace::path_of_fd(fd.as_raw_fd(), hint)?;
+        Ok(Namespace::of(
+            path.display().to_string(),
+            Arena::open_fd(fd, &path)?,
+        ))
+    }
+
+    /// [`Namespace::open_fd`] on descriptor number `fd`, which stays the
+    /// caller's (mapped from, never closed; a number not open is EBADF):
+    /// for a process that cannot make a duplicate of the one handed down
+    /// (RLIMIT_NOFILE reached). The mapping needs no descriptor afterwards.
+    pub fn open_fd_in_place(fd: std::os::fd::RawFd, hint: Option<&Path>) -> Result<Namespace, ArenaError> {
+        let path = Namespace::path_of_fd(fd, hint)?;
+        Ok(Namespace::of(
+            path.display().to_string(),
+            Arena::open_fd_in_place(fd, &path)?,
+        ))
+    }
+
+    /// Where the arena open on `fd` is: `hint` if it names the same file,
+    /// else the path the descriptor was opened with.
+    fn path_of_fd(fd: std::os::fd::RawFd, hint: Option<&Path>) -> Result<PathBuf, ArenaError> {
         use std::os::unix::fs::MetadataExt;
-        let link = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let link = PathBuf::from(format!("/proc/self/fd/{fd}"));
         let same = |p: &Path| {
             let (Ok(a), Ok(b)) = (std::fs::metadata(p), std::fs::metadata(&link)) else {
                 return false;
@@ -176,10 +198,7 @@ impl Namespace {
                 source,
             })?,
         };
-        Ok(Namespace::of(
-            path.display().to_string(),
-            Arena::open_fd(fd, &path)?,
-        ))
+        Ok(path)
     }
 
     /// Attaches to namespace `name`, creating it with default options if

@@ -164,7 +164,11 @@ pub struct MsgSlot {
 ///
 /// # Layout
 /// 192 bytes: head, `size` @96, `atime` @104, `dtime` @112, `cpid` @120,
-/// `lpid` @124, `nattch` @128, `serial` @136, `creator_start` @144.
+/// `lpid` @124, `nattch` @128, `serial` @136, `creator_start` @144,
+/// `spare` @168 (a huge page segment's file: shm/huge.rs). The head's
+/// `spare` (@80, @88) holds a normal segment's file's device and inode
+/// (shm/file.rs); layout version 3 left both zero, which still reads as
+/// "no file recorded".
 #[repr(C, align(64))]
 pub struct ShmSlot {
     pub head: Head,
@@ -206,6 +210,8 @@ const _: () = {
     assert!(offset_of!(MsgSlot, journal_aux) == 184);
     assert!(size_of::<ShmSlot>() == crate::arena::layout::SLOT_SIZE as usize);
     assert!(offset_of!(ShmSlot, nattch) == 128);
+    assert!(offset_of!(Head, spare) == 80);
+    assert!(offset_of!(ShmSlot, spare) == 168);
 };
 
 // repr(C), atomics and Locks only, no Drop; any bits are valid.

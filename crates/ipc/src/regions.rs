@@ -233,6 +233,12 @@ fn slot(a: &Arena, m: Mech, idx: u32, name: &str, out: &mut Out) {
             off,
             (offset_of!(ShmSlot, spare) as u64, 16),
         );
+        // Which file a normal segment's is (shm/file.rs `FileId`).
+        out.push(
+            format!("{name}.file"),
+            off,
+            (offset_of!(Head, spare) as u64, 16),
+        );
     }
 }
 

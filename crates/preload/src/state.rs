@@ -124,18 +124,25 @@ fn open() -> SysResult<Namespace> {
 }
 
 /// The namespace of the descriptor `IPCNS_FD` names, if it is open on a
-/// valid arena. The arena keeps a duplicate (close-on-exec); `N` itself
-/// stays open for the programs this one starts.
+/// valid arena. It is mapped through a duplicate (close-on-exec, closed
+/// once mapped); `N` itself stays open for the programs this one starts.
+/// A process at its RLIMIT_NOFILE, which cannot make the duplicate, maps
+/// it through `N` itself, which it leaves open: the descriptor is the
+/// program's.
 fn from_fd() -> Option<Namespace> {
     let fd: i32 = std::env::var("IPCNS_FD").ok()?.trim().parse().ok()?;
-    let owned = crate::next::dup_cloexec(fd)?;
     // The segment directory sits beside the arena's path: the one the
     // environment names if it is the same file (only when IPCNS_DIR is
     // set: the default directory would be made just to compare).
     let hint = std::env::var_os("IPCNS_DIR")
         .filter(|d| !d.is_empty())
         .and_then(|_| namespace::path_of(&namespace::default_name()).ok());
-    Namespace::open_fd(owned, hint.as_deref()).ok()
+    match crate::next::dup_cloexec(fd) {
+        Some(owned) => Namespace::open_fd(owned, hint.as_deref()).ok(),
+        // Not open (EBADF at the first call on it), or no room for a
+        // duplicate: in place.
+        None => Namespace::open_fd_in_place(fd, hint.as_deref()).ok(),
+    }
 }
 
 /// In a fork child: a choice another parent thread was making is not

@@ -21,8 +21,12 @@
 //!   of the caller's that nobody else can write in.
 //! - Segment files are `<arena>.d/shm.<serial>`. The directory belongs to the
 //!   arena's owner and has the arena's mode plus `x` wherever `r` is set, so
-//!   every participant can make and unlink segment files in it and nobody
-//!   else can; each file has the arena's mode without `x`. A shared arena
+//!   every participant can make segment files in it and nobody else can;
+//!   each file has the arena's mode without `x`. A shared arena's directory
+//!   is sticky as well: a participant renames or unlinks only the files it
+//!   made (its own segments' files; another's are truncated when it
+//!   removes them, see shm/mod.rs), so none can put a file of its own
+//!   under another's name. A shared arena
 //!   gets its directory when it is made (so that another user's first
 //!   `shmget` does not make it, as that user's); a private one at its first
 //!   `shmget`.
@@ -265,12 +269,24 @@ fn stat_dir(dir: &Path) -> Result<Stat, ArenaError> {
 /// without any), `fstat` to be sure it is the same one, and `chmod` through
 /// the descriptor's `/proc/self/fd` link, which names that very inode.
 fn chmod_dir(dir: &Path, seen: &Stat, mode: u32) -> Result<(), ArenaError> {
-    let f = fs::open(
-        dir,
-        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-        0,
-    )
-    .map_err(io_at(dir))?;
+    let f = match fs::open(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+        Ok(f) => f,
+        // No descriptor to spare (RLIMIT_NOFILE): by path, if it is still
+        // the directory `seen` (a directory just made, in a directory of
+        // the namespace's owner).
+        Err(Errno(libc::EMFILE | libc::ENFILE)) => {
+            return match fs::lstat(dir) {
+                Ok(m) if m.same_file(seen) && m.is_dir() => {
+                    fs::chmod(dir, mode).map_err(io_at(dir))
+                }
+                _ => Err(ArenaError::BadDir {
+                    dir: dir.to_path_buf(),
+                    why: "it was replaced while being made".to_string(),
+                }),
+            };
+        }
+        Err(e) => return Err(io_at(dir)(e)),
+    };
     let m = f.stat().map_err(io_at(dir))?;
     if !m.same_file(seen) {
         return Err(ArenaError::BadDir {
@@ -325,9 +341,15 @@ pub fn segment_dir_of(arena: &Path) -> PathBuf {
 }
 
 /// The segment directory's mode for an arena of mode `mode`: the same, plus
-/// `x` wherever `r` is set (0600 -> 0700, 0666 -> 0777), never sticky.
+/// `x` wherever `r` is set (0600 -> 0700), plus the sticky bit when the
+/// arena is shared (0666 -> 01777, 0660 -> 01770): in a directory that
+/// others may write in, only a file's owner (or the directory's, or root)
+/// may rename or unlink it (`may_delete` -> `check_sticky`), so no
+/// participant can move another's segment file aside and put one of its
+/// own under its name.
 fn dir_mode(mode: u32) -> u32 {
-    (mode & 0o777) | ((mode & 0o444) >> 2)
+    let sticky = if shared_flag(mode) != 0 { 0o1000 } else { 0 };
+    (mode & 0o777) | ((mode & 0o444) >> 2) | sticky
 }
 
 /// The segment directory of the arena at `arena` owned by `owner` with
@@ -361,26 +383,94 @@ fn owned_dir(dir: PathBuf, owner: u32, mode: u32) -> Result<(PathBuf, bool), Are
     }
     if made {
         chmod_dir(&dir, &m, dir_mode(mode))?;
+    } else if dir_mode(mode) & 0o1000 != 0 && m.mode & 0o1000 == 0 && owner == euid() {
+        // A shared namespace's directory made by an earlier build, which
+        // did not make it sticky: its owner makes it so (best effort; the
+        // inode recorded at shmget guards the files regardless).
+        let _ = chmod_dir(&dir, &m, (m.mode & 0o7777) | 0o1000);
     }
     Ok((dir, made))
 }
 
-/// Makes the segment file `<arena>.d/shm.<serial>` of `size` bytes
-/// (sparse), with the arena's mode without `x`, making the directory first
-/// if it is missing; returns its path.
+/// Makes the segment file `<arena>.d/shm.<serial>` of `size` bytes, with
+/// the arena's mode without `x`, making the directory first if it is
+/// missing; returns its path and its file's device and inode. With
+/// `reserve`, the file's pages are allocated now ([`segment_file`]), so
+/// that no later touch of an attachment can fault.
 pub(crate) fn create_segment(
     arena: &Path,
     am: &Stat,
     serial: u64,
     size: u64,
-) -> Result<PathBuf, ArenaError> {
+    reserve: bool,
+) -> Result<(PathBuf, Stat), ArenaError> {
     let (dir, _) = segment_dir(arena, am.uid, am.mode)?;
-    segment_file(&dir, am, serial, size).map(|(path, _)| path)
+    let (path, f) = match segment_file(&dir, am, serial, size, reserve) {
+        Err(e) if !reserve && no_descriptor(&e) => return segment_by_path(&dir, am, serial, size),
+        r => r?,
+    };
+    match f.stat() {
+        Ok(m) => Ok((path, m)),
+        Err(e) => {
+            let _ = fs::unlink(&path);
+            Err(io_at(&path)(e))
+        }
+    }
+}
+
+/// Whether `e` says that no descriptor could be had (EMFILE: RLIMIT_NOFILE
+/// reached; ENFILE: the system's table full).
+fn no_descriptor(e: &ArenaError) -> bool {
+    matches!(e, ArenaError::Io { source, .. }
+        if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)))
+}
+
+/// [`segment_file`] without a descriptor, for a process that has none to
+/// spare, and without a reservation (which needs one): `mknod` of a
+/// regular file, `chmod` and `truncate` by path (which follow a link: the
+/// name is in a directory where nobody else may replace it, private or
+/// sticky), then `lstat`, which must find the regular file made. Its path
+/// and identity.
+fn segment_by_path(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBuf, Stat), ArenaError> {
+    let path = dir.join(format!("shm.{serial}"));
+    let mode = am.mode & 0o666;
+    fs::mknod_file(&path, mode).map_err(io_at(&path))?;
+    let made = fs::lstat(&path).and_then(|m| {
+        if !m.is_file() {
+            return Err(Errno::EEXIST);
+        }
+        fs::chmod(&path, mode)?;
+        fs::truncate(&path, size)?;
+        match fs::lstat(&path)? {
+            now if now.same_file(&m) && now.is_file() => Ok(now),
+            _ => Err(Errno::EEXIST),
+        }
+    });
+    match made {
+        Ok(m) => Ok((path, m)),
+        Err(e) => {
+            let _ = fs::unlink(&path);
+            Err(io_at(&path)(e))
+        }
+    }
 }
 
 /// Makes the file `dir/shm.<serial>` of `size` bytes with the arena's mode
 /// without `x`: its path and the open descriptor (read-write).
-fn segment_file(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBuf, Fd), ArenaError> {
+///
+/// The file is sparse unless `reserve`: then its pages are allocated
+/// (`fallocate(fd, 0, 0, size)`), as shmem accounts a segment's memory at
+/// shmget, so that a full file system (a small tmpfs) is an error here
+/// and never SIGBUS at a later touch. A file system that cannot allocate
+/// ahead (EOPNOTSUPP) keeps the sparse file: a touch may then fault when
+/// it is full, as on Linux with MAP_NORESERVE.
+fn segment_file(
+    dir: &Path,
+    am: &Stat,
+    serial: u64,
+    size: u64,
+    reserve: bool,
+) -> Result<(PathBuf, Fd), ArenaError> {
     let path = dir.join(format!("shm.{serial}"));
     let mode = am.mode & 0o666;
     let f = fs::open(
@@ -389,7 +479,15 @@ fn segment_file(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBu
         mode,
     )
     .map_err(io_at(&path))?;
-    if let Err(e) = f.chmod(mode).and_then(|()| f.set_len(size)) {
+    let allocate = |f: &Fd| match f.fallocate(0, 0, size) {
+        Err(Errno(libc::EOPNOTSUPP)) => Ok(()),
+        r => r,
+    };
+    let made = f
+        .chmod(mode)
+        .and_then(|()| f.set_len(size))
+        .and_then(|()| if reserve && size > 0 { allocate(&f) } else { Ok(()) });
+    if let Err(e) = made {
         let _ = fs::unlink(&path);
         return Err(io_at(&path)(e));
     }
@@ -412,7 +510,9 @@ pub(crate) fn create_huge_segment(
     // this device and inode and was deleted without `ipcns ns remove`.
     // Its pages go back to the pool unless still mapped.
     let _ = fs::unlink(&dir.join(format!("shm.{serial}")));
-    segment_file(&dir, am, serial, size)
+    // Its pages are reserved by the caller, as a mapping does
+    // (`reserve_huge`).
+    segment_file(&dir, am, serial, size, false)
 }
 
 /// Removes the `shm.N` files of `dir` and `dir` itself if that leaves it
@@ -452,9 +552,9 @@ mod tests {
     #[test]
     fn modes() {
         assert_eq!(dir_mode(0o600), 0o700);
-        assert_eq!(dir_mode(0o666), 0o777);
-        assert_eq!(dir_mode(0o640), 0o750);
-        assert_eq!(dir_mode(0o1622), 0o722);
+        assert_eq!(dir_mode(0o666), 0o1777);
+        assert_eq!(dir_mode(0o640), 0o1750);
+        assert_eq!(dir_mode(0o1622), 0o1722);
         assert_eq!(shared_flag(0o600), 0);
         assert_eq!(shared_flag(0o604), FLAG_SHARED);
         assert_eq!(shared_flag(0o620), FLAG_SHARED);

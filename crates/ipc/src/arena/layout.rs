@@ -20,7 +20,9 @@
 //! created; the heap as its top grows. So no call ever faults in a page the
 //! file system may not have (SIGBUS on a full tmpfs).
 //! The file is sparse: untouched pages cost nothing, so the extend mode's
-//! 16,777,216 slots per mechanism are only address space until used.
+//! 16,777,216 slots per mechanism cost no memory until used; nor address
+//! space: a process maps each table only up to the slots it has needed
+//! (map.rs), since the tables alone would take 9 GiB of it.
 
 /// Bytes reserved for the header.
 pub const HEADER_SIZE: u64 = 64 * 1024;

@@ -1,5 +1,7 @@
 //! The namespace arena: one sparse file, mapped `MAP_SHARED` by every
-//! participant, holding the header, the object tables and the heap.
+//! participant (each maps the part in use, growing its mapping in place as
+//! it needs more: `map.rs`), holding the header, the object tables and the
+//! heap.
 //!
 //! Creating an arena writes it completely under a temporary name and then
 //! links it to its final name, so that nobody ever attaches to a half-made
@@ -121,7 +123,7 @@ pub struct Arena {
     path: PathBuf,
     /// The arena file as it was when attached (device, inode, owner,
     /// mode). No descriptor is kept: the one used to map it is closed at
-    /// once, since a program may close every descriptor it did not open
+    /// once (or left to the program, whose it was), since a program may close every descriptor it did not open
     /// itself (a daemon's `closefrom`) and reuse the number for a file of
     /// its own.
     id: crate::sys::Stat,
@@ -131,6 +133,37 @@ pub struct Arena {
     caches: Option<crate::heap::Caches>,
     /// Keys this process found (`recent.rs`).
     recent: crate::recent::Recent,
+}
+
+/// How much of an arena of layout `l` is mapped at first, beyond the
+/// start of each part: the tables' first slots (all of them in normal
+/// mode), the heap's first bytes. More is mapped as it is needed.
+const MAP_AHEAD: u64 = 8 << 20;
+
+/// Maps the arena file `file` of layout `l` in runs (`map.rs`): one in
+/// normal mode, whose tables take some 20 MiB; in extend mode one per
+/// slot table (3 GiB each), so that only the slots in use are mapped, and
+/// one for the heap.
+fn map_arena(file: &Fd, l: &Layout) -> Result<Mapping, Errno> {
+    use map::RunSpec;
+    let heap = RunSpec {
+        limit: l.size,
+        initial: l.heap_off.saturating_add(MAP_AHEAD),
+    };
+    let size = usize::try_from(l.size).map_err(|_| Errno::ENOMEM)?;
+    if !l.extend {
+        return Mapping::new(file, size, &[heap]);
+    }
+    let mut runs: Vec<RunSpec> = l
+        .tables
+        .iter()
+        .map(|t| RunSpec {
+            limit: t.bitmap,
+            initial: t.slots.saturating_add(MAP_AHEAD),
+        })
+        .collect();
+    runs.push(heap);
+    Mapping::new(file, size, &runs)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
@@ -161,7 +194,7 @@ impl Arena {
         let (tmp, file) = file::create_temporary(path, opts.mode)?;
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
-            let map = Mapping::new(&file, layout.size as usize).map_err(io_err(&tmp))?;
+            let map = map_arena(&file, &layout).map_err(io_err(&tmp))?;
             let id = file.stat().map_err(io_err(&tmp))?;
             let mut arena = Arena {
                 own_proc: core::sync::atomic::AtomicU64::new(0),
@@ -186,7 +219,7 @@ impl Arena {
     /// caller's, or one created shared if `access` is [`Access::Shared`].
     pub fn open(path: &Path, access: Access) -> Result<Arena, ArenaError> {
         let (file, meta) = file::open_arena(path)?;
-        Arena::attach(path, file, &meta, Some(access))
+        Arena::attach(path, &file, &meta, Some(access))
     }
 
     /// Attaches to the arena open on `fd` (a descriptor handed down by
@@ -195,7 +228,19 @@ impl Arena {
     /// reading and writing (mapping it read-write fails otherwise); there
     /// is no owner check: whoever handed the descriptor down let us in.
     pub fn open_fd(fd: std::os::fd::OwnedFd, path: &Path) -> Result<Arena, ArenaError> {
-        let file = Fd::from(fd);
+        Arena::attach_fd(&Fd::from(fd), path)
+    }
+
+    /// [`Arena::open_fd`] on descriptor number `fd`, which stays the
+    /// caller's: used to map the arena and left open (for a process that
+    /// cannot make a duplicate: RLIMIT_NOFILE reached). A number that is
+    /// not open is an error (EBADF), nothing else.
+    pub fn open_fd_in_place(fd: std::os::fd::RawFd, path: &Path) -> Result<Arena, ArenaError> {
+        Fd::with_raw(fd, |file| Arena::attach_fd(file, path))
+    }
+
+    /// The checks of a descriptor handed down, then [`Arena::attach`].
+    fn attach_fd(file: &Fd, path: &Path) -> Result<Arena, ArenaError> {
         let meta = file.stat().map_err(io_err(path))?;
         if !meta.is_file() {
             return Err(ArenaError::NotAnArena {
@@ -212,7 +257,7 @@ impl Arena {
     /// with `pread`, so a descriptor shared with others keeps its offset.
     fn attach(
         path: &Path,
-        file: Fd,
+        file: &Fd,
         meta: &crate::sys::Stat,
         access: Option<Access>,
     ) -> Result<Arena, ArenaError> {
@@ -262,9 +307,8 @@ impl Arena {
                 "sizes disagree: file {len}, header {size}, heap at {heap_off}"
             )));
         }
-        let map = Mapping::new(&file, len as usize).map_err(io_err(path))?;
-        // The descriptor is closed here: the mapping is all we use.
-        drop(file);
+        // The descriptor is closed by the caller: the mapping is all we use.
+        let map = map_arena(file, &layout).map_err(io_err(path))?;
         let arena = Arena {
             own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
@@ -359,20 +403,23 @@ impl Arena {
     }
 
     pub fn header(&self) -> &Header {
-        // Every Arena maps at least HEADER_SIZE bytes (checked in `open`,
-        // made so in `create`), so the view exists; this cannot panic.
+        // Every Arena maps at least HEADER_SIZE bytes from the start
+        // (checked in `open`, made so in `create`; the first run's initial
+        // part covers the tables), so the view exists; this cannot panic.
         self.map.view(0).expect("the header is in every arena")
     }
 
     /// The `T` at `off`; EFAULT-like error for an offset outside the arena
-    /// (a corrupted arena), never undefined behaviour.
+    /// (a corrupted arena), never undefined behaviour; ENOMEM when the
+    /// part of the file it is in cannot be mapped (`map.rs`).
     pub(crate) fn view<T: Shared>(&self, off: u64) -> Result<&T, Errno> {
-        self.map.view(off).ok_or(Errno::EFAULT)
+        self.map.view(off)
     }
 
     pub(crate) fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
-        self.map.view_slice(off, n).ok_or(Errno::EFAULT)
+        self.map.view_slice(off, n)
     }
+
 
     /// The arena file as attached: device, inode, owner and mode.
     pub(crate) fn id(&self) -> &crate::sys::Stat {

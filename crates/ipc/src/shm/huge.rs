@@ -310,6 +310,8 @@ pub(crate) fn open(a: &Arena, serial: u64, h: &Huge, flags: i32) -> Result<(Fd, 
                 }
             }
             Err(Errno::EACCES | Errno::EPERM) => err = Errno::EACCES,
+            // No descriptor to spare: shmat's ENOMEM (shm/mod.rs).
+            Err(Errno(libc::EMFILE | libc::ENFILE)) => err = Errno::ENOMEM,
             Err(_) => {}
         }
     }
@@ -317,10 +319,15 @@ pub(crate) fn open(a: &Arena, serial: u64, h: &Huge, flags: i32) -> Result<(Fd, 
 }
 
 /// Removes the file of `h`'s segment `serial` (its pages go back to the
-/// pool with the last mapping).
+/// pool with the last mapping); emptied instead where its sticky directory
+/// refuses this caller the unlink (`file.rs`).
 pub(crate) fn unlink(a: &Arena, serial: u64, h: &Huge) {
     if let Ok((_, path)) = open(a, serial, h, libc::O_PATH) {
-        let _ = fs::unlink(&path);
+        let id = super::file::FileId {
+            dev: h.dev,
+            ino: h.ino,
+        };
+        super::file::remove(&path, Some(id));
     }
 }
 

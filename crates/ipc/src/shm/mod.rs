@@ -2,10 +2,11 @@
 //! `shmdt` arrive with the operations.
 //!
 //! Each segment's pages live in a file of its own in the namespace's
-//! segment directory, `<arena>.d/shm.<serial>`, created at `shmget` (sparse,
-//! exactly `size` bytes, the arena's mode without `x`) and unlinked when the
-//! segment is destroyed, by whichever participant destroys it; `shmat` will
-//! map it. The directory's rules are in arena/file.rs. A SHM_HUGETLB
+//! segment directory, `<arena>.d/shm.<serial>`, created at `shmget`
+//! (exactly `size` bytes, its pages allocated unless SHM_NORESERVE, the
+//! arena's mode without `x`) and unlinked when the segment is destroyed, by
+//! whichever participant destroys it; `shmat` maps it, if it is a regular
+//! file long enough for the mapping. The directory's rules are in arena/file.rs. A SHM_HUGETLB
 //! segment's file is on a hugetlbfs mount instead (`huge.rs`).
 //!
 //! # Protocol
@@ -34,28 +35,34 @@ const PAGE_SHIFT: u32 = 12;
 pub(crate) struct ShmKind;
 
 pub mod attach;
+mod file;
 mod huge;
 mod mapped;
 
+use file::FileId;
 use huge::Huge;
 
-/// What backs a segment: its file's serial, its size, and where its file
-/// is when it is a huge page segment.
+/// What backs a segment: its file's serial, its size, where its file is
+/// when it is a huge page segment, and which file it is when shmget
+/// recorded that (`file.rs`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Backing {
     pub serial: u64,
     pub size: u64,
     pub huge: Option<Huge>,
+    pub file: Option<FileId>,
 }
 
 impl Backing {
     /// What the record `s` says (checked: EIDRM for a huge page record no
     /// shmget wrote).
     pub(crate) fn of(s: &ShmSlot) -> Result<Backing, Errno> {
+        let serial = s.serial.load(Relaxed);
         Ok(Backing {
-            serial: s.serial.load(Relaxed),
+            serial,
             size: s.size.load(Relaxed),
             huge: Huge::of(s)?,
+            file: FileId::recorded(s, serial),
         })
     }
 
@@ -100,6 +107,11 @@ pub(crate) fn map_segment(
                 // changed uid in a namespace not created shared): the
                 // file's permissions are the namespace's boundary.
                 Errno::EACCES | Errno::EPERM => Errno::EACCES,
+                // No descriptor to map it with (RLIMIT_NOFILE reached, or
+                // the system's table full): shmop(2) "ENOMEM Could not
+                // allocate memory for the descriptor or for the page
+                // tables", the nearest of shmat's errors.
+                Errno(libc::EMFILE | libc::ENFILE) => Errno::ENOMEM,
                 // Gone: removed meanwhile.
                 _ => Errno::EIDRM,
             },
@@ -109,10 +121,20 @@ pub(crate) fn map_segment(
         .map_len()
         .and_then(|l| usize::try_from(l).ok())
         .ok_or(Errno::ENOMEM)?;
-    // A huge page segment's pages past its file's end would fault with
-    // SIGBUS: a size its file does not have (a record no shmget wrote)
-    // names no segment ipcns can map.
-    if b.huge.is_some() && !file.stat().is_ok_and(|m| m.size >= len as u64) {
+    // Pages past the file's end would fault with SIGBUS at the first
+    // touch: a size its file does not have (a record no shmget wrote, or
+    // one a participant rewrote) names no segment ipcns can map; nor does
+    // anything but a regular file. A normal segment's file is `size`
+    // bytes, its last page partly backed (a touch past the end of the
+    // file but inside that page reads zeros, as on Linux); a huge page
+    // segment's is the mapping's length. Nor does a file other than the
+    // one shmget made and recorded (another participant's, put under its
+    // name: `file.rs`).
+    if !file.stat().is_ok_and(|m| {
+        m.is_file()
+            && m.size.checked_next_multiple_of(4096).is_some_and(|n| n >= len as u64)
+            && (b.huge.is_some() || b.file.is_none_or(|id| id.is(&m)))
+    }) {
         return Err(Errno::EIDRM);
     }
     let prot = libc::PROT_READ
@@ -133,14 +155,15 @@ pub(crate) fn unmap(addr: usize, len: usize) {
 }
 
 /// Resident bytes of segment `s` as the kernel counts them
-/// (shm_add_rss_swap): its file's blocks; for a huge page segment,
+/// (shm_add_rss_swap): its file's pages touched (`file.rs`); for a huge
+/// page segment,
 /// `pages_per_huge_page(h) * mapping->nrpages` pages, nrpages counting
 /// 4 KiB pages, so the bytes resident times the huge page's 4 KiB pages.
 pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
     let serial = s.serial.load(Relaxed);
     match Huge::of(s) {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
-        Ok(None) => fs::lstat(&segment_path(a, serial)).map_or(0, |m| m.blocks.saturating_mul(512)),
+        Ok(None) => file::resident_bytes(&segment_path(a, serial)),
         Err(_) => 0,
     }
 }
@@ -173,13 +196,13 @@ impl Kind for ShmKind {
     fn release(a: &Arena, s: &ShmSlot) {
         let huge = Huge::of(s);
         let serial = s.serial.swap(0, Relaxed);
+        let recorded = FileId::recorded(s, serial);
         Huge::store(None, s);
+        FileId::store(None, serial, s);
         if serial != 0 {
             match huge {
                 Ok(Some(h)) => huge::unlink(a, serial, &h),
-                Ok(None) => {
-                    let _ = fs::unlink(&segment_path(a, serial));
-                }
+                Ok(None) => file::remove(&segment_path(a, serial), recorded),
                 // A record no shmget wrote names no file to remove.
                 Err(_) => {}
             }
@@ -252,13 +275,13 @@ impl Namespace {
         // The backing file, before an index is taken (hugetlb_file_setup
         // and shmem_kernel_file_setup precede ipc_addid).
         let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-        let (huge, path) = if shmflg & abi::SHM_HUGETLB != 0 {
+        let (huge, (path, file)) = if shmflg & abi::SHM_HUGETLB != 0 {
             // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
             // permission EPERM), then a file on a hugetlbfs mount with its
             // pages reserved, or ENOMEM as when the pool cannot reserve
             // them (`huge.rs`).
             let (h, path) = huge::create(a, cred, shmflg, size, serial)?;
-            (Some(h), path)
+            (Some(h), (path, None))
         } else {
             // shmem_kernel_file_setup accounts the memory unless
             // SHM_NORESERVE (security_vm_enough_memory): refuse what Linux
@@ -267,13 +290,24 @@ impl Namespace {
                 return Err(Errno::ENOMEM);
             }
             // A file that cannot be made (a full tmpfs, a segment
-            // directory that is not the namespace's) is
-            // shmem_kernel_file_setup failing: ENOMEM, as shmem_get_inode's
-            // failure gives.
-            let Ok(path) = arena::create_segment(a.path(), a.id(), serial, size) else {
+            // directory that is not the namespace's, no descriptor to make
+            // and reserve it with) is shmem_kernel_file_setup failing:
+            // ENOMEM, as shmem_get_inode's failure gives.
+            //
+            // Its pages are allocated now unless SHM_NORESERVE, so that no
+            // touch of an attachment can fault on a full file system (see
+            // `arena::create_segment`); a file system without room for
+            // them is shmem's setup failing too: ENOMEM. With
+            // SHM_NORESERVE the file is sparse and a touch of a page the
+            // file system cannot supply is SIGBUS, as a touch of a
+            // MAP_NORESERVE mapping the kernel cannot back; made by path
+            // when the process has no descriptor to spare (`arena/file.rs`).
+            let reserve = shmflg & abi::SHM_NORESERVE == 0;
+            let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve)
+            else {
                 return Err(Errno::ENOMEM);
             };
-            (None, path)
+            (None, (path, FileId::of_stat(&m)))
         };
         let stored = core::cell::Cell::new(false);
         let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
@@ -286,6 +320,7 @@ impl Namespace {
             s.nattch.store(0, Relaxed);
             s.serial.store(serial, Relaxed);
             Huge::store(huge.as_ref(), s);
+            FileId::store(file, serial, s);
             s.creator_start.store(cred.start_time, Relaxed);
             stored.set(true);
             Ok(())

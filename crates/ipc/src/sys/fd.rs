@@ -1,5 +1,5 @@
 //! An owned file descriptor and the calls made on one: read, stat, chmod,
-//! truncate, allocate, statfs.
+//! truncate, allocate, seek, statfs.
 //!
 //! # Safety
 //! Every call passes the descriptor this `Fd` owns (open until its drop)
@@ -19,6 +19,15 @@ impl Fd {
     /// kernel and owns alone.
     pub(super) fn own(fd: usize) -> Fd {
         Fd(fd as i32)
+    }
+
+    /// Runs `f` with descriptor `raw` as an `Fd`, which is never closed
+    /// here (not even if `f` panics): a descriptor of the program's that
+    /// we may use but not own (an inherited `IPCNS_FD` when no duplicate
+    /// can be made).
+    pub fn with_raw<R>(raw: i32, f: impl FnOnce(&Fd) -> R) -> R {
+        let fd = core::mem::ManuallyDrop::new(Fd(raw));
+        f(&fd)
     }
 
     /// The number, for system calls.
@@ -139,6 +148,24 @@ impl Fd {
         let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
         // SAFETY: no pointer.
         unsafe { syscall2(libc::SYS_ftruncate, self.0 as usize, len as usize) }.map(drop)
+    }
+
+    /// `lseek(fd, off, whence)` for SEEK_DATA and SEEK_HOLE: where the next
+    /// data (or hole) at or after `off` starts; `None` past the last data
+    /// (ENXIO), or on a file system that cannot say.
+    pub fn seek(&self, off: u64, whence: i32) -> Option<u64> {
+        debug_assert!(whence == libc::SEEK_DATA || whence == libc::SEEK_HOLE);
+        let off = i64::try_from(off).ok()?;
+        // SAFETY: no pointer.
+        let r = unsafe {
+            syscall3(
+                libc::SYS_lseek,
+                self.0 as usize,
+                off as usize,
+                whence as usize,
+            )
+        };
+        r.ok().map(|p| p as u64)
     }
 
     /// `fallocate(fd, mode, off, len)`.

@@ -1,5 +1,5 @@
-//! Calls on paths: open, stat, mkdir, unlink, link, chmod, and reading a
-//! directory or a small file. Every path is relative to the working
+//! Calls on paths: open, stat, mkdir, mknod, unlink, link, chmod, truncate,
+//! and reading a directory or a small file. Every path is relative to the working
 //! directory (`AT_FDCWD`), as the libc calls they replace.
 //!
 //! # Safety
@@ -7,7 +7,7 @@
 //! buffers we own with their true lengths.
 
 use super::fd::Fd;
-use super::raw::{syscall3, syscall4, syscall5};
+use super::raw::{syscall2, syscall3, syscall4, syscall5};
 use super::stat::{Stat, statx_path};
 use crate::errno::Errno;
 use core::ffi::CStr;
@@ -130,6 +130,33 @@ pub fn chmod(path: &Path, mode: u32) -> Result<(), Errno> {
         )
     }
     .map(drop)
+}
+
+/// `mknod(path, S_IFREG | mode, 0)` (`mknodat`): a new empty regular file,
+/// made without a descriptor (EEXIST if the name is taken; the umask
+/// applies).
+pub fn mknod_file(path: &Path, mode: u32) -> Result<(), Errno> {
+    let p = c_path(path)?;
+    // SAFETY: a NUL-terminated path.
+    unsafe {
+        syscall4(
+            libc::SYS_mknodat,
+            libc::AT_FDCWD as usize,
+            p.as_ptr() as usize,
+            (libc::S_IFREG | (mode & 0o7777)) as usize,
+            0,
+        )
+    }
+    .map(drop)
+}
+
+/// `truncate(path, len)` (follows symbolic links).
+pub fn truncate(path: &Path, len: u64) -> Result<(), Errno> {
+    let p = c_path(path)?;
+    // EINVAL as truncate gives for a negative length.
+    let len = i64::try_from(len).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: a NUL-terminated path; the length is a number.
+    unsafe { syscall2(libc::SYS_truncate, p.as_ptr() as usize, len as usize) }.map(drop)
 }
 
 /// The most a whole-file read takes: /proc files the core reads are a few

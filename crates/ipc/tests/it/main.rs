@@ -10,6 +10,7 @@ mod handed;
 mod heap;
 mod hostile;
 mod hugetlb;
+mod limits;
 mod msgcrash;
 mod msgdiff;
 mod msgop;

@@ -278,10 +278,10 @@ fn new_files_have_exactly_the_requested_modes() {
     let code = fork_run(|| {
         let root = ipcns::Cred::root(std::process::id() as i32);
         for (mask, mode, dir_mode) in [
-            (0o077, 0o640, Some(0o750)),
+            (0o077, 0o640, Some(0o1750)),
             (0o000, 0o600, None),
-            (0o022, 0o666, Some(0o777)),
-            (0o777, 0o604, Some(0o705)),
+            (0o022, 0o666, Some(0o1777)),
+            (0o777, 0o604, Some(0o1705)),
         ] {
             umask(mask);
             let p = d.join(&format!("ipcns.m{mask:o}"));
@@ -292,7 +292,8 @@ fn new_files_have_exactly_the_requested_modes() {
             assert_eq!(seg.exists(), dir_mode.is_some(), "umask {mask:04o}");
             let id = ns.shmget(&root, IPC_PRIVATE, 100, 0o600).unwrap();
             // Made at the first shmget otherwise: the arena's mode plus x
-            // where r is set; segment files the arena's mode without x.
+            // where r is set (and sticky when shared, as made above);
+            // segment files the arena's mode without x.
             let want_dir = dir_mode.unwrap_or(((mode & 0o444) >> 2) | mode);
             assert_eq!(mode_of(&seg), want_dir, "umask {mask:04o}");
             assert_eq!(
@@ -408,7 +409,7 @@ fn participants_share_the_segment_files() {
     let ns = Namespace::create_at(&path, small(0o666)).unwrap();
     let seg = ipcns::segment_dir_of(&path);
     let m = std::fs::symlink_metadata(&seg).unwrap();
-    assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o777));
+    assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o1777));
     ns.sysctl_write(&ipcns::Cred::root(1), "shm_rmid_forced", "1")
         .unwrap();
     // Root's orphan: made by a process that then exits, never attached.
@@ -420,16 +421,18 @@ fn participants_share_the_segment_files() {
     assert_eq!(code, 0);
     let m = std::fs::symlink_metadata(seg.join("shm.1")).unwrap();
     assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o666));
-    // Uid 1000's shmget reaps root's orphan first (shm_rmid_forced),
-    // unlinking root's file, then makes its own segment; and removes it.
+    // Uid 1000's shmget reaps root's orphan first (shm_rmid_forced): root's
+    // file, which the sticky directory keeps uid 1000 from unlinking, is
+    // emptied; then uid 1000 makes its own segment, and removes it.
     let code = as_user(1000, || {
         let ns = Namespace::open_at_as(&path, Access::Shared).unwrap();
         let cred = ns.cred().unwrap();
         let Ok(id) = ns.shmget(&cred, IPC_PRIVATE, 4096, 0o600) else {
             return 1;
         };
-        if seg.join("shm.1").exists() {
-            return 2;
+        match std::fs::symlink_metadata(seg.join("shm.1")) {
+            Ok(m) if (m.uid(), m.len(), m.blocks()) == (0, 0, 0) => {}
+            _ => return 2,
         }
         match std::fs::symlink_metadata(seg.join("shm.2")) {
             Ok(m) if (m.uid(), m.mode() & 0o7777) == (1000, 0o666) => {}
@@ -441,7 +444,12 @@ fn participants_share_the_segment_files() {
         i32::from(seg.join("shm.2").exists()) * 5
     });
     assert_eq!(code, 0);
-    assert_eq!(std::fs::read_dir(&seg).unwrap().count(), 0, "a leaked file");
+    // Root's emptied file alone is left, for the namespace's removal.
+    let left: Vec<_> = std::fs::read_dir(&seg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["shm.1"], "a leaked file");
     drop(ns);
     Namespace::remove_at(&path).unwrap();
     assert!(!seg.exists());
@@ -612,4 +620,93 @@ fn descriptors_closed_by_the_program_are_not_ours() {
         "the program's file was changed, or an operation failed"
     );
     let _ = std::fs::remove_file(&dir);
+}
+
+/// A shared namespace's segment directory is sticky: a participant cannot
+/// move another's segment file aside, nor unlink it, to put a file of its
+/// own under its name. A file put there all the same (in a directory an
+/// earlier build made without the sticky bit) is refused by shmat (EIDRM):
+/// shmget recorded the file's device and inode. A record with none
+/// recorded (zeros, as an earlier build's) maps the file as before. The
+/// owner's next shmget makes such a directory sticky. A user who removes
+/// another's segment cannot unlink its file there: the file is emptied
+/// (its pages freed) and its name left for the namespace's removal.
+#[test]
+fn segment_files_cannot_be_swapped() {
+    const TEST: &str = "segment_files_cannot_be_swapped";
+    use std::os::unix::fs::FileExt;
+    if !kernel_or_skip(TEST) {
+        return;
+    }
+    let d = TempDir::new("swap", 0o755);
+    let path = d.join("ipcns.sw");
+    let ns = Namespace::create_at(&path, small(0o666)).unwrap();
+    let seg = ipcns::segment_dir_of(&path);
+    assert_eq!(mode_of(&seg), 0o1777);
+    let root = ipcns::Cred::root(std::process::id() as i32);
+    let id = ns.shmget(&root, IPC_PRIVATE, 8192, 0o666).unwrap();
+    let file = seg.join("shm.1");
+    let aside = seg.join("aside");
+    let eperm = |r: std::io::Result<()>| r.is_err_and(|e| e.raw_os_error() == Some(libc::EPERM));
+    let code = as_user(1000, || {
+        i32::from(!eperm(std::fs::rename(&file, &aside)))
+            + 2 * i32::from(!eperm(std::fs::remove_file(&file)))
+    });
+    assert_eq!(code, 0, "uid 1000 moved or removed root's segment file");
+    // The directory as an earlier build made it: not sticky.
+    std::fs::set_permissions(&seg, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let code = as_user(1000, || {
+        std::fs::rename(&file, &aside).unwrap();
+        let f = std::fs::File::create(&file).unwrap();
+        f.write_all_at(b"uid 1000's", 0).unwrap();
+        f.set_len(8192).unwrap();
+        0
+    });
+    assert_eq!(code, 0);
+    assert_eq!(ns.shmat(&root, id, 0, 0), Err(Errno::EIDRM));
+    // A record without the file's identity (zeros): mapped unchecked.
+    let words = ns
+        .regions()
+        .into_iter()
+        .find(|r| r.name.starts_with("shm.slot[") && r.name.ends_with(".file"))
+        .expect("the segment's file record");
+    let arena = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let mut orig = [0u8; 16];
+    arena.read_exact_at(&mut orig, words.off).unwrap();
+    assert_ne!(orig, [0; 16]);
+    arena.write_all_at(&[0; 16], words.off).unwrap();
+    let a = ns.shmat(&root, id, 0, 0).unwrap();
+    ns.shmdt(&root, a).unwrap();
+    arena.write_all_at(&orig, words.off).unwrap();
+    // Root's own file back under its name: mapped again.
+    std::fs::rename(&aside, &file).unwrap();
+    let a = ns.shmat(&root, id, 0, 0).unwrap();
+    ns.shmdt(&root, a).unwrap();
+    // The owner's next shmget makes the directory sticky again.
+    let other = ns.shmget(&root, IPC_PRIVATE, 4096, 0o666).unwrap();
+    assert_eq!(mode_of(&seg), 0o1777);
+    // Root gives the segment to uid 1000 (IPC_SET), which removes it.
+    let mut ds = ipcns::abi::shmid64_ds::default();
+    ns.shmctl(&root, id, ipcns::abi::IPC_STAT, ShmArg::Ds(&mut ds))
+        .unwrap();
+    ds.shm_perm.uid = 1000;
+    ns.shmctl(&root, id, ipcns::abi::IPC_SET, ShmArg::Ds(&mut ds))
+        .unwrap();
+    let code = as_user(1000, || {
+        let ns = Namespace::open_at_as(&path, Access::Shared).unwrap();
+        let cred = ns.cred().unwrap();
+        i32::from(ns.shmctl(&cred, id, IPC_RMID, ShmArg::None) != Ok(0))
+    });
+    assert_eq!(code, 0);
+    let m = std::fs::symlink_metadata(&file).expect("the file's name stays");
+    assert_eq!((m.uid(), m.len(), m.blocks()), (0, 0, 0), "emptied");
+    ns.shmctl(&root, other, IPC_RMID, ShmArg::None).unwrap();
+    assert!(!seg.join("shm.2").exists());
+    drop(ns);
+    Namespace::remove_at(&path).unwrap();
+    assert!(!seg.exists());
 }

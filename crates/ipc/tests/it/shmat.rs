@@ -243,3 +243,71 @@ fn a_failed_fork_counts_nothing() {
     );
     drop(t);
 }
+
+/// A segment's record whose size exceeds its file (a participant rewrote
+/// `size` in the arena): shmat refuses it with EIDRM instead of mapping
+/// pages past the file's end, whose first touch would be SIGBUS in the
+/// attaching process; nor does it map anything but a regular file. With
+/// the record and the file as shmget made them, the segment works again.
+#[test]
+fn a_record_larger_than_its_file_is_refused() {
+    let code = support::fork_run(|| {
+        use std::os::unix::fs::FileExt;
+        let t = TestNs::new("shm-oversize");
+        let me = Cred::root(std::process::id() as i32);
+        let id = t.ns.shmget(&me, 0, 8192, 0o600).unwrap();
+        let slot =
+            t.ns.regions()
+                .into_iter()
+                .find(|r| r.name.starts_with("shm.slot[") && r.name.ends_with(']'))
+                .expect("the segment's slot");
+        let arena = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(t.path())
+            .unwrap();
+        // `size` @96 (object.rs `ShmSlot`).
+        let at = slot.off + 96;
+        arena.write_all_at(&(1u64 << 20).to_ne_bytes(), at).unwrap();
+        assert_eq!(stat(&t.ns, &me, id).shm_segsz, 1 << 20);
+        // Before the check, the victim died here touching the 3rd page.
+        let victim = support::fork_run(|| match t.ns.shmat(&me, id, 0, 0) {
+            Err(Errno::EIDRM) => 0,
+            Err(e) => {
+                eprintln!("shmat: {e:?}");
+                1
+            }
+            Ok(a) => {
+                let size = stat(&t.ns, &me, id).shm_segsz as usize;
+                for at in (0..size).step_by(4096) {
+                    poke(a, at, 1);
+                }
+                2
+            }
+        });
+        assert_eq!(victim, 0, "shmat of an oversized record");
+        // A size inside the file's last page maps: the page is backed.
+        arena.write_all_at(&8000u64.to_ne_bytes(), at).unwrap();
+        let a = t.ns.shmat(&me, id, 0, 0).unwrap();
+        poke(a, 8191, 7);
+        assert_eq!(t.ns.shmdt(&me, a), Ok(0));
+        arena.write_all_at(&8192u64.to_ne_bytes(), at).unwrap();
+        // The file replaced by a FIFO of the same name: not a segment.
+        let file = ipcns::segment_dir_of(t.path()).join("shm.1");
+        let saved = file.with_extension("saved");
+        std::fs::rename(&file, &saved).unwrap();
+        let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: a NUL-terminated path that outlives the call.
+        let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(r, 0);
+        assert_eq!(t.ns.shmat(&me, id, 0, 0), Err(Errno::EIDRM));
+        std::fs::remove_file(&file).unwrap();
+        std::fs::rename(&saved, &file).unwrap();
+        let a = t.ns.shmat(&me, id, 0, 0).unwrap();
+        assert_eq!(peek(a, 8191), 7);
+        assert_eq!(t.ns.shmdt(&me, a), Ok(0));
+        0
+    });
+    assert_eq!(code, 0);
+}

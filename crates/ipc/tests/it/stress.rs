@@ -6,6 +6,8 @@
 //!   errors or the new set's values, never index past its end.
 //! - A namespace on a tmpfs that fills up: calls must fail with ENOSPC or
 //!   ENOMEM, never die of SIGBUS on a page the file system cannot supply.
+//! - A segment larger than the tmpfs it is on: refused at shmget, never a
+//!   SIGBUS at a touch of the attachment.
 //!
 //! IPCNS_STRESS_MS: how long the race runs (default 2000).
 //!
@@ -422,4 +424,107 @@ fn a_full_file_system_gives_errors_not_sigbus() {
         Ok(c) => panic!("child exit {c}:\n    {report}"),
         Err(doing) => panic!("still running after 120 s ({doing}):\n    {report}"),
     }
+}
+
+/// Runs `body(dir, report)` in a forked child (a tmpfs is mounted on `dir`
+/// there), waiting at most `limit`; panics with the child's report unless
+/// it exits 0 (SIGBUS named as such).
+fn in_tmpfs_child(test: &str, limit: Duration, body: fn(&Path, &UnixStream) -> i32) {
+    if !tmpfs_or_skip(test) {
+        return;
+    }
+    let dir = scratch_dir("tmpfs");
+    let (mut mine, theirs) = UnixStream::pair().expect("socketpair");
+    let d = dir.clone();
+    let pid = support::fork_child(move || {
+        support::child_reports_to(theirs.try_clone().expect("clone the report socket"));
+        body(&d, &theirs)
+    });
+    let status = support::wait_child_deadline(pid, limit);
+    let mut report = String::new();
+    let _ = mine.set_read_timeout(Some(Duration::from_secs(1)));
+    let _ = mine.read_to_string(&mut report);
+    let _ = std::fs::remove_dir(&dir);
+    let report = report.trim_end().replace('\n', "\n    ");
+    let _ = writeln!(std::io::stderr(), "{test}: child {status:?}\n    {report}");
+    match status {
+        Ok(0) => {}
+        Ok(s) if s == -libc::SIGBUS => panic!("{test}: the child died of SIGBUS:\n    {report}"),
+        Ok(s) if s < 0 => panic!("{test}: killed by signal {}:\n    {report}", -s),
+        Ok(c) => panic!("{test}: child exit {c}:\n    {report}"),
+        Err(doing) => panic!("{test}: still running after {limit:?} ({doing}):\n    {report}"),
+    }
+}
+
+/// Writes a byte to every page of the attachment `[addr, addr + len)`.
+fn touch_pages(addr: usize, len: usize) {
+    for at in (0..len).step_by(4096) {
+        // SAFETY: `[addr, addr + len)` is a live read-write attachment.
+        unsafe { *((addr + at) as *mut u8) = 1 };
+    }
+}
+
+/// A segment larger than the tmpfs its namespace is on: shmget grants it
+/// only if its pages are there (they are reserved at shmget), so writing
+/// the whole attachment never dies of SIGBUS. On a 16 MiB tmpfs a 32 MiB
+/// segment is ENOMEM (shmem's setup failing), a 4 MiB one is granted and
+/// written whole, then a second 16 MiB one is refused too (the first
+/// holds its pages); with SHM_NORESERVE the 32 MiB segment is granted
+/// sparse (a touch past the room left would fault, as with Linux's
+/// MAP_NORESERVE: not touched here). Refused segments leave no file.
+#[test]
+fn a_segment_larger_than_its_tmpfs_is_refused_not_sigbus() {
+    in_tmpfs_child(
+        "a_segment_larger_than_its_tmpfs_is_refused_not_sigbus",
+        Duration::from_secs(60),
+        |dir, sink| {
+            let say = |s: String| {
+                let _ = writeln!(&*sink, "{s}");
+            };
+            if let Err(e) = mount_tmpfs(dir, "size=16m") {
+                say(format!("mount: {e}"));
+                return 2;
+            }
+            let opts = CreateOptions {
+                heap_size: 1 << 20,
+                ..CreateOptions::default()
+            };
+            let ns = match Namespace::create_at(&dir.join("ipcns.small"), opts) {
+                Ok(ns) => ns,
+                Err(e) => {
+                    say(format!("create: {e}"));
+                    return 3;
+                }
+            };
+            let root = Cred::root(std::process::id() as i32);
+            let seg = ipcns::segment_dir_of(&dir.join("ipcns.small"));
+            let files = || std::fs::read_dir(&seg).map_or(0, |d| d.count());
+            let attach_all = |size: u64, flg: i32| -> Result<(), String> {
+                let id = ns.shmget(&root, IPC_PRIVATE, size, flg | 0o600);
+                say(format!("shmget({size}) = {id:?}"));
+                let id = id.map_err(|e| e.name().to_string())?;
+                let a = ns
+                    .shmat(&root, id, 0, 0)
+                    .map_err(|e| format!("shmat {e:?}"))?;
+                touch_pages(a, size as usize);
+                say(format!("wrote {size} bytes"));
+                Ok(())
+            };
+            if attach_all(32 << 20, 0) != Err("ENOMEM".into()) || files() != 0 {
+                return 4;
+            }
+            if attach_all(4 << 20, 0).is_err() {
+                return 5;
+            }
+            if attach_all(16 << 20, 0) != Err("ENOMEM".into()) || files() != 1 {
+                return 6;
+            }
+            let sparse = ns.shmget(&root, IPC_PRIVATE, 32 << 20, SHM_NORESERVE | 0o600);
+            say(format!("shmget(32 MiB, SHM_NORESERVE) = {sparse:?}"));
+            if sparse.is_err() || files() != 2 {
+                return 7;
+            }
+            0
+        },
+    );
 }

@@ -165,3 +165,107 @@ fn hugetlb_refused() {
     }
     differential("hugetlb", "hugetlb", true);
 }
+
+/// RLIMIT_NOFILE lowered to the descriptors the program has (its soft
+/// limit at the lowest free number; tests/c/nofile.c): the kernel needs no
+/// descriptor for System V IPC, and through the library semaphores and
+/// messages work the same. With the namespace handed down (`IPCNS_FD`,
+/// here 0: the arena is the program's standard input), the first call at
+/// the limit maps it through that descriptor itself, which it cannot
+/// duplicate (before: ENOSYS for every call); with a first call before
+/// the limit ("early"), without a handed-down descriptor. Segments: the
+/// library answers shmget ENOMEM (no descriptor to make the file and
+/// reserve its pages with) where the kernel grants it; with SHM_NORESERVE
+/// it grants it (the file made by path) and shmat is ENOMEM (no
+/// descriptor to map it with) until the program has one to spare; then
+/// the segment maps and works. Every other line is the kernel's.
+#[test]
+fn no_descriptor_to_spare() {
+    use std::process::{Command, Stdio};
+    const TEST: &str = "no_descriptor_to_spare";
+    if !cc_or_skip(TEST) {
+        return;
+    }
+    let s = Scratch::new(TEST);
+    let bin = compile("nofile", s.path(), &[]);
+    let arena = s.path().join("ipcns.t");
+    Namespace::create_at(&arena, CreateOptions::default()).expect("create the namespace");
+    let run = |args: &[&str], handed_down: bool| {
+        let mut c = Command::new(&bin);
+        c.args(args)
+            .env("LD_PRELOAD", crate::support::lib())
+            .env("IPCNS_DIR", s.path())
+            .env("IPCNS", "t")
+            .env_remove("IPCNS_SHARED");
+        if handed_down {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&arena)
+                .expect("open the arena");
+            c.env("IPCNS_FD", "0").stdin(Stdio::from(f));
+        } else {
+            c.env_remove("IPCNS_FD").stdin(Stdio::null());
+        }
+        let o = c.output().expect("run the program");
+        assert!(o.status.success(), "{TEST} {args:?}: {}", o.status);
+        assert_eq!(
+            text(&o.stderr),
+            "",
+            "{TEST} {args:?}: the library said something"
+        );
+        text(&o.stdout)
+    };
+    let ours = [
+        run(&[], true),
+        run(&["early"], false),
+        run(&["early", "shm"], false),
+    ];
+    // What only the library answers, in the order of the program's lines.
+    let shm_differs = [
+        (
+            "shmget(IPC_PRIVATE, 4096, 0600) = 0",
+            "shmget(IPC_PRIVATE, 4096, 0600) = -1 ENOMEM",
+        ),
+        ("shmat(id, 0, 0) = ok", "shmat(id, 0, 0) = -1 ENOMEM"),
+    ];
+    let mut shm_lines = ours[2].clone();
+    for (kernel, lib) in shm_differs {
+        assert!(
+            shm_lines.contains(lib),
+            "{TEST}: no {lib:?} in\n{}",
+            ours[2]
+        );
+        shm_lines = shm_lines.replacen(lib, kernel, 1);
+    }
+    for line in [
+        "p = ok",
+        "p[4095] = 1",
+        "shmdt(p) = 0",
+        "shmctl(id, IPC_RMID, 0) = 0",
+    ] {
+        assert!(
+            shm_lines.lines().any(|l| l == line),
+            "{TEST}: no {line:?} in\n{}",
+            ours[2]
+        );
+    }
+    if !kernel_or_skip(TEST) {
+        return;
+    }
+    for (args, ours) in [
+        (&[][..], &ours[0]),
+        (&["early"][..], &ours[1]),
+        (&["early", "shm"][..], &shm_lines),
+    ] {
+        let k = Command::new("unshare")
+            .arg("--ipc")
+            .arg(&bin)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run unshare");
+        assert!(k.status.success(), "{TEST}: on the kernel: {}", k.status);
+        same_lines(TEST, &text(&k.stdout), ours);
+    }
+}
