@@ -444,12 +444,24 @@ pub fn stranger(tid: u32) -> bool {
 }
 
 /// Whether a `/proc/PID/maps` line maps one of `ours`: its fourth field
-/// is `MAJOR:MINOR` in hex, its fifth the inode in decimal.
+/// is `MAJOR:MINOR` in hex, its fifth the inode in decimal. Or any arena
+/// file at all (a last path component `ipcns.NAME`): an overlay file
+/// system shows its upper file's device and inode there, not those stat
+/// gives, and a participant wrongly taken for a stranger would lose its
+/// lock; a false participant only makes the caller wait.
 fn maps_line_is_ours(line: &[u8], ours: &[(u64, u64)]) -> bool {
     let mut f = line.split(|&b| b == b' ').filter(|f| !f.is_empty()).skip(3);
     let (Some(dev), Some(ino)) = (f.next(), f.next()) else {
         return false;
     };
+    if let Some(path) = f.next()
+        && path
+            .rsplit(|&b| b == b'/')
+            .next()
+            .is_some_and(|name| name.starts_with(b"ipcns."))
+    {
+        return true;
+    }
     let parse = |t: &[u8], radix| u64::from_str_radix(core::str::from_utf8(t).ok()?, radix).ok();
     let mut mm = dev.split(|&b| b == b':');
     let (Some(Some(ma)), Some(Some(mi)), Some(Some(ino))) = (
