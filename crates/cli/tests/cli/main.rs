@@ -1,6 +1,7 @@
 //! Tests of the `ipcns` command as a user runs it: output, exit codes and
 //! messages. One binary; a module per command family.
 
+mod adversary;
 mod bench;
 mod command;
 mod fuzz;

@@ -23,3 +23,4 @@ mod shmat;
 mod sleepers;
 mod stress;
 mod support;
+mod undoleak;
