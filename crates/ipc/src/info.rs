@@ -158,6 +158,8 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
+        let id = self.arena().id();
+        crate::lock::forget_arena(id.dev, id.ino);
         crate::fork::unregister(self.arena());
         // Errors cannot be reported from a drop; the next reaper retries.
         let _ = crate::proc::exit(self.arena());

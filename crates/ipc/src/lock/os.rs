@@ -367,24 +367,65 @@ fn thread_stat(tid: u32) -> Option<(u8, u64)> {
 }
 
 /// The arena files this process has mapped, as `(device << 32 | minor,
-/// inode)` pairs (up to [`MAX_ARENAS`]): what a participant maps.
-static ARENAS: [(AtomicU64, AtomicU64); MAX_ARENAS] =
-    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; MAX_ARENAS];
-const MAX_ARENAS: usize = 8;
+/// inode, how many times)` (up to [`MAX_ARENAS`]): what a participant maps.
+/// A process that maps more (or could not note one) tells no stranger.
+static ARENAS: [(AtomicU64, AtomicU64, AtomicU64); MAX_ARENAS] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)) }; MAX_ARENAS];
+const MAX_ARENAS: usize = 16;
+/// Arenas mapped but not in [`ARENAS`] (it was full).
+static UNNOTED: AtomicU64 = AtomicU64::new(0);
+/// Serialises changes of [`ARENAS`] (a spin flag: opens and drops of
+/// namespaces are rare).
+static NOTING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// Records that this process maps the arena file `(dev, ino)`.
+fn noting<R>(f: impl FnOnce() -> R) -> R {
+    use core::sync::atomic::Ordering::{Acquire, Release};
+    while NOTING.swap(true, Acquire) {
+        core::hint::spin_loop();
+    }
+    let r = f();
+    NOTING.store(false, Release);
+    r
+}
+
+/// Records that this process maps the arena file `(dev, ino)` once more.
 pub fn note_arena(dev: (u32, u32), ino: u64) {
     use core::sync::atomic::Ordering::Relaxed;
     let d = (u64::from(dev.0) << 32) | u64::from(dev.1);
-    for (sd, si) in &ARENAS {
-        if sd.load(Relaxed) == d && si.load(Relaxed) == ino {
-            return;
-        }
-        if si.compare_exchange(0, ino, Relaxed, Relaxed).is_ok() {
+    noting(|| {
+        if let Some((_, _, n)) = ARENAS
+            .iter()
+            .find(|(sd, si, n)| n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino)
+        {
+            n.fetch_add(1, Relaxed);
+        } else if let Some((sd, si, n)) = ARENAS.iter().find(|(_, _, n)| n.load(Relaxed) == 0) {
             sd.store(d, Relaxed);
-            return;
+            si.store(ino, Relaxed);
+            n.store(1, Relaxed);
+        } else {
+            UNNOTED.fetch_add(1, Relaxed);
         }
-    }
+    });
+}
+
+/// Records that this process dropped one mapping of the arena `(dev, ino)`.
+pub fn forget_arena(dev: (u32, u32), ino: u64) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let d = (u64::from(dev.0) << 32) | u64::from(dev.1);
+    noting(|| {
+        match ARENAS
+            .iter()
+            .find(|(sd, si, n)| n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino)
+        {
+            Some((_, _, n)) => {
+                n.fetch_sub(1, Relaxed);
+            }
+            None => {
+                let u = UNNOTED.load(Relaxed);
+                UNNOTED.store(u.saturating_sub(1), Relaxed);
+            }
+        }
+    });
 }
 
 /// Whether thread `tid` maps none of the arenas this process maps: a lock
@@ -394,10 +435,13 @@ pub fn note_arena(dev: (u32, u32), ino: u64) {
 /// one. Reads `/proc/TID/maps` a page at a time.
 pub fn stranger(tid: u32) -> bool {
     use core::sync::atomic::Ordering::Relaxed;
+    if UNNOTED.load(Relaxed) != 0 {
+        return false;
+    }
     let ours: Vec<(u64, u64)> = ARENAS
         .iter()
-        .map(|(d, i)| (d.load(Relaxed), i.load(Relaxed)))
-        .filter(|&(_, i)| i != 0)
+        .filter(|(_, _, n)| n.load(Relaxed) > 0)
+        .map(|(d, i, _)| (d.load(Relaxed), i.load(Relaxed)))
         .collect();
     if ours.is_empty() {
         return false;
