@@ -186,8 +186,8 @@ fn memlock_limit() -> u64 {
     sys::cred::soft_limit(libc::RLIMIT_MEMLOCK as usize).unwrap_or(u64::MAX)
 }
 
-/// The cache: (arena namespace, generation, credentials).
-type Cached = Option<(u64, u64, Arc<Cred>)>;
+/// The cache: (arena namespace, generation, refreshes, credentials).
+type Cached = Option<(u64, u64, u64, Arc<Cred>)>;
 static CACHE: RwLock<Cached> = RwLock::new(None);
 
 /// The calling process's credentials, cached; read from /proc the first
@@ -198,15 +198,28 @@ pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
     // The cache is never waited for: in a child forked while another
     // thread held its lock, the lock is never released (each call then
     // reads /proc); elsewhere a busy lock costs one read.
-    if let Some((ns, g, c)) = CACHE.try_read().ok().and_then(|g| g.clone())
+    let refreshes = fork::refreshes();
+    if let Some((ns, g, _, c)) = CACHE.try_read().ok().and_then(|g| g.clone())
         && ns == arena_ns
         && g == generation
     {
         return Ok(c);
     }
-    let c = Arc::new(Cred::read_current(arena_ns)?);
+    // A fork child has its parent's credentials, but its own pid and start
+    // time: no need to read them all again.
+    let inherited = CACHE.try_read().ok().and_then(|g| g.clone()).and_then(|(ns, _, r, c)| {
+        (ns == arena_ns && r == refreshes).then(|| Cred {
+            pid: sys::process::getpid(),
+            start_time: crate::lock::own_start(),
+            ..(*c).clone()
+        })
+    });
+    let c = Arc::new(match inherited {
+        Some(c) => c,
+        None => Cred::read_current(arena_ns)?,
+    });
     if let Ok(mut g) = CACHE.try_write() {
-        *g = Some((arena_ns, generation, c.clone()));
+        *g = Some((arena_ns, generation, refreshes, c.clone()));
     }
     Ok(c)
 }
@@ -243,6 +256,16 @@ mod fork {
     }
 
     pub(super) fn bump() {
+        REFRESHES.fetch_add(1, Ordering::Relaxed);
         GENERATION.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// How many times the credentials were said to change (`refresh`):
+    /// a cache made since the last is good for a fork child too, whose
+    /// credentials are its parent's.
+    pub(super) fn refreshes() -> u64 {
+        REFRESHES.load(Ordering::Relaxed)
+    }
+
+    static REFRESHES: AtomicU64 = AtomicU64::new(0);
 }

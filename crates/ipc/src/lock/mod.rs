@@ -41,9 +41,9 @@ pub mod gate;
 mod os;
 #[cfg(not(loom))]
 pub use os::{
-    Holder, RECOVERIES, RealOs, Woke, boot_id, fork_generation, futex_wait, futex_wake_all,
-    forget_arena, holder_of, identity_alive, identity_of, monotonic_ns, my_identity, note_arena, own_start,
-    parent_pid, process_alive, process_start, random_u64, real_seconds, thread_answers,
+    Holder, RECOVERIES, RealOs, Woke, boot_id, forget_arena, fork_generation, futex_wait,
+    futex_wake_all, holder_of, identity_alive, identity_of, monotonic_ns, my_identity, note_arena,
+    own_start, parent_pid, process_alive, process_start, random_u64, real_seconds, thread_answers,
     thread_children, thread_count,
 };
 

@@ -309,6 +309,10 @@ fn identify(generation: u64) -> u64 {
     });
     let tid = sys::process::gettid() as u64 & TID_MASK;
     let start = thread_stat(tid as u32).map_or(0, |(_, s)| s);
+    if tid as i32 == sys::process::getpid() {
+        // The leader's start is the process's: one read of /proc for both.
+        remember_own_start(start);
+    }
     let who = (u64::from(tag_of(boot_tag(), start)) << 32) | tid;
     ME.with(|c| c.set((generation, who)));
     who
@@ -393,10 +397,9 @@ pub fn note_arena(dev: (u32, u32), ino: u64) {
     use core::sync::atomic::Ordering::Relaxed;
     let d = (u64::from(dev.0) << 32) | u64::from(dev.1);
     noting(|| {
-        if let Some((_, _, n)) = ARENAS
-            .iter()
-            .find(|(sd, si, n)| n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino)
-        {
+        if let Some((_, _, n)) = ARENAS.iter().find(|(sd, si, n)| {
+            n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino
+        }) {
             n.fetch_add(1, Relaxed);
         } else if let Some((sd, si, n)) = ARENAS.iter().find(|(_, _, n)| n.load(Relaxed) == 0) {
             sd.store(d, Relaxed);
@@ -413,10 +416,9 @@ pub fn forget_arena(dev: (u32, u32), ino: u64) {
     use core::sync::atomic::Ordering::Relaxed;
     let d = (u64::from(dev.0) << 32) | u64::from(dev.1);
     noting(|| {
-        match ARENAS
-            .iter()
-            .find(|(sd, si, n)| n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino)
-        {
+        match ARENAS.iter().find(|(sd, si, n)| {
+            n.load(Relaxed) > 0 && sd.load(Relaxed) == d && si.load(Relaxed) == ino
+        }) {
             Some((_, _, n)) => {
                 n.fetch_sub(1, Relaxed);
             }
@@ -720,8 +722,30 @@ pub fn process_alive(pid: i32, start: u64) -> bool {
 
 /// The start time of this process (ticks after boot).
 pub fn own_start() -> u64 {
+    use core::sync::atomic::Ordering::{Acquire, Relaxed};
+    let generation = fork_generation() + 1;
+    // Acquire: pairs with the Release in `remember_own_start`.
+    if OWN_START_OF.load(Acquire) == generation {
+        return OWN_START.load(Relaxed);
+    }
     let pid = sys::process::getpid();
-    thread_stat(pid as u32).map_or(0, |(_, s)| s)
+    let start = thread_stat(pid as u32).map_or(0, |(_, s)| s);
+    remember_own_start(start);
+    start
+}
+
+/// This process's start time, for the fork generation in
+/// [`OWN_START_OF`] (a fork child reads its own again).
+static OWN_START: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+static OWN_START_OF: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+fn remember_own_start(start: u64) {
+    use core::sync::atomic::Ordering::{Relaxed, Release};
+    if start == 0 {
+        return;
+    }
+    OWN_START.store(start, Relaxed);
+    OWN_START_OF.store(fork_generation() + 1, Release);
 }
 
 /// Eight random bytes from the kernel (`getrandom`), if it has them.
