@@ -30,7 +30,10 @@
 //! The freezer itself passes freely. A fork child starts thawed.
 //!
 //! # Safety
-//! `membarrier` takes numbers only (through `sys::process`).
+//! `membarrier` takes numbers only (through `sys::process`); the fork
+//! child handler registered with `pthread_atfork` touches only atomics and
+//! a thread-local cell.
+#![allow(unsafe_code)]
 
 use super::os::{self, ids::Entry};
 use crate::errno::Errno;
@@ -134,6 +137,7 @@ pub fn enter() -> Inside {
                 let d = DEPTH.try_with(Cell::get).unwrap_or(0);
                 let _ = DEPTH.try_with(|c| c.set(d + 1));
                 if d == 0 {
+                    watch_forks();
                     UNTRACKED.fetch_add(1, SeqCst);
                     if frozen_for_me() {
                         let _ = DEPTH.try_with(|c| c.set(0));
@@ -210,6 +214,7 @@ fn wait_thawed() {
 /// (no `membarrier`, another thread froze it first: EBUSY), it is left as
 /// it was and the error returned.
 pub fn freeze(limit_ns: u64) -> Result<(), Errno> {
+    watch_forks();
     let me = sys::process::thread_pointer();
     if FROZEN.load(SeqCst) == me {
         return Ok(());
@@ -257,9 +262,21 @@ pub fn frozen_by_me() -> bool {
     FROZEN.load(SeqCst) == sys::process::thread_pointer()
 }
 
+/// Registers [`forked`] as a fork child handler, once: before anything
+/// sets [`FROZEN`] or counts in [`UNTRACKED`] (what a child must not
+/// inherit).
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a child handler that touches only atomics and
+        // this thread's thread-local cell (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+    });
+}
+
 /// In a fork child: one thread, nothing frozen (the parent's freezer, if
 /// it forked, is not this thread's business any more). Atomics only.
-pub fn forked() {
+extern "C" fn forked() {
     FROZEN.store(0, Relaxed);
     UNTRACKED.store(0, Relaxed);
     let _ = DEPTH.try_with(|c| c.set(0));

@@ -30,7 +30,6 @@ static AT_FORK: OnceLock<()> = OnceLock::new();
 
 extern "C" fn in_child() {
     FORKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-    super::gate::forked();
 }
 
 thread_local! {
