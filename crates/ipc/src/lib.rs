@@ -30,6 +30,7 @@ not_loom! {
     mod heap;
     mod ids;
     mod info;
+    mod intr;
     mod keys;
     #[doc(hidden)]
     pub mod lockbench;
@@ -60,6 +61,10 @@ not_loom! {
     pub use creds::Cred;
     pub use errno::{Errno, SysResult};
     pub use heap::HeapStats;
+    /// For signal handlers: a blocked System V IPC call of this thread
+    /// fails with EINTR (`intr.rs`; libipcns.so's handler wrapper calls it).
+    #[doc(hidden)]
+    pub use intr::note_signal;
     pub use lock::{Holder, Liveness};
     pub use namespace::Namespace;
     pub use sysctl::NAMES as SYSCTLS;

@@ -162,6 +162,9 @@ impl Namespace {
         msgtyp: i64,
         msgflg: i32,
     ) -> SysResult<(i64, usize)> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        let mark = wait::Mark::now();
         let a = self.arena();
         let bufsz = buf.cap() as u64;
         // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
@@ -239,7 +242,7 @@ impl Namespace {
                 },
             )?;
             drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?);
+            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
             let g = lock_object::<MsgKind>(a, s)?;
             let (done, status, handed) = queue::collect(a, s, rec)?;
             if done {
@@ -253,11 +256,14 @@ impl Namespace {
                         drop(g);
                         return got;
                     }
-                    // expunge_all(msq, -EAGAIN): try again.
-                    libc::EAGAIN => {
+                    // expunge_all(msq, -EAGAIN): try again, unless "if
+                    // (signal_pending(current)) { msg =
+                    // ERR_PTR(-ERESTARTNOHAND); ...}" (a handler ran).
+                    libc::EAGAIN if !mark.interrupted() => {
                         drop(g);
                         continue;
                     }
+                    libc::EAGAIN => return Err(Errno::EINTR),
                     e => return Err(Errno(e)),
                 }
             }

@@ -41,6 +41,9 @@ impl Namespace {
         text: &[u8],
         msgflg: i32,
     ) -> SysResult<i32> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        let mark = wait::Mark::now();
         let a = self.arena();
         let msgmax = a.header().limits.msgmax.load(Relaxed);
         // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)
@@ -80,14 +83,15 @@ impl Namespace {
                 },
             )?;
             drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?);
+            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
             g = lock_object::<MsgKind>(a, s)?;
             // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =
             // -EIDRM; ...}" and "if (signal_pending(current)) { err =
-            // -ERESTARTNOHAND; ...}" (EINTR: the handler ran).
+            // -ERESTARTNOHAND; ...}" (EINTR: a handler ran during the
+            // call, even if a receiver made room meanwhile).
             let (done, _, _) = queue::collect(a, s, rec)?;
             still_valid(&f)?;
-            if !done || matches!(woke, Woke::Interrupted) {
+            if !done || matches!(woke, Woke::Interrupted) || mark.interrupted() {
                 return Err(Errno::EINTR);
             }
         }

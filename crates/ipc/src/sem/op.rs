@@ -429,6 +429,9 @@ impl Namespace {
         sops: &[sembuf],
         timeout: Option<&libc::timespec>,
     ) -> SysResult<i32> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        let mark = wait::Mark::now();
         let a = self.arena();
         let lim = &a.header().limits;
         // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
@@ -505,7 +508,7 @@ impl Namespace {
         let mut tick = || {
             let _ = crate::proc::reap(a);
         };
-        let result = match wait::sleep(w, deadline, &mut tick) {
+        let result = match wait::sleep(w, deadline, mark, &mut tick) {
             Slept::Done(status) => status,
             gave_up => {
                 // Leave the queue, unless a waker finished us meanwhile.
