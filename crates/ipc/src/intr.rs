@@ -41,9 +41,10 @@
 //! A table of entries keyed by thread pointer (as `lock/os.rs` finds a
 //! thread's identity): in a shared object a thread-local costs a
 //! `__tls_get_addr` call, and every semop, msgsnd and msgrcv takes a
-//! [`Mark`]. A thread claims a free entry at its first call and frees it
-//! at exit (a thread-local destructor); a thread whose entry is taken
-//! uses a thread-local instead. A thread that died without its destructor
+//! [`Mark`]. A thread claims a free entry at its first call (reading its
+//! counter first: a handler that runs while the claim registers the exit
+//! hook counts) and frees it at exit (a thread-local destructor); a
+//! thread whose entry is taken uses a thread-local instead. A thread that died without its destructor
 //! (a raw exit) leaves its entry to the next thread with its thread
 //! pointer: the counter only ever moves forward, so inheriting it is
 //! harmless, and a registered word is believed only by the thread whose
@@ -54,8 +55,9 @@
 //! # Safety
 //! A registered address is that of a waiter's state word in the mapped
 //! arena, stored by the sleeping thread before it sleeps and cleared
-//! before its sleep returns: the caller borrows the word (and so the
-//! namespace that maps it) for that whole time. Only that thread's
+//! before its sleep returns (`park::sleep`, through `wait.rs`: `watch`
+//! and `unwatch` are the crate's own): the caller borrows the word (and
+//! so the namespace that maps it) for that whole time. Only that thread's
 //! handlers, on that thread, while the sleep is in progress, turn the
 //! address back into a reference.
 #![allow(unsafe_code)]
@@ -155,31 +157,33 @@ fn entry(tp: usize) -> &'static Slot {
     &TABLE[(tp.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) % N]
 }
 
-/// The calling thread's storage, claiming a table entry if it can (not
-/// from a handler).
-#[inline]
-fn mine() -> Option<&'static Slot> {
-    let tp = sys::process::thread_pointer();
-    let e = entry(tp);
-    if e.key.load(Relaxed) == tp {
-        return Some(e);
-    }
-    claim(tp, e)
-}
-
+/// A thread's first mark: claims its table entry if it is free, else
+/// falls back to the thread-local (not from a handler). The counter is
+/// read before the storage is made findable, so that a handler that runs
+/// while we claim (registering the exit hook allocates: that takes a
+/// while on a new thread) counts as one that ran during the call.
 #[cold]
 #[inline(never)]
-fn claim(tp: usize, e: &'static Slot) -> Option<&'static Slot> {
-    // The exit hook first: a thread whose thread-locals are gone (it is
-    // exiting) claims nothing.
-    if tp != 0
-        && EXIT.try_with(|x| x.0.set(tp)).is_ok()
-        && e.key.compare_exchange(0, tp, Relaxed, Relaxed).is_ok()
-    {
-        return Some(e);
+fn claim(tp: usize, e: &'static Slot) -> Mark {
+    // Nobody writes a free entry's counter.
+    let count = e.count.load(Relaxed);
+    compiler_fence(SeqCst);
+    if tp != 0 && e.key.compare_exchange(0, tp, Relaxed, Relaxed).is_ok() {
+        compiler_fence(SeqCst);
+        if EXIT.try_with(|x| x.0.set(tp)).is_ok() {
+            return Mark {
+                slot: Some(e),
+                count,
+            };
+        }
+        // Exiting (the thread-locals are gone): no hook would free it.
+        let _ = e.key.compare_exchange(tp, 0, Relaxed, Relaxed);
     }
     LOCAL_USED.store(true, Relaxed);
-    None
+    Mark {
+        slot: None,
+        count: Mark::read(None),
+    }
 }
 
 /// Runs `f` on the calling thread's storage as a handler finds it.
@@ -216,9 +220,15 @@ impl Mark {
     /// Takes the mark (at the start of a call that may block).
     #[inline]
     pub fn now() -> Mark {
-        let slot = mine();
-        let count = Mark::read(slot);
-        Mark { slot, count }
+        let tp = sys::process::thread_pointer();
+        let e = entry(tp);
+        if e.key.load(Relaxed) == tp {
+            return Mark {
+                slot: Some(e),
+                count: Mark::read(Some(e)),
+            };
+        }
+        claim(tp, e)
     }
 
     #[inline]
@@ -246,7 +256,7 @@ impl Mark {
     /// Registers `word` as the state word this thread is about to sleep
     /// on (before it CASes it to SLEEPING); returns the registration it
     /// replaces, for [`Mark::unwatch`].
-    pub fn watch(&self, word: &AtomicU32) -> usize {
+    pub(crate) fn watch(&self, word: &AtomicU32) -> usize {
         let tid = sys::process::gettid() as u32;
         let prev = Mark::on(self.slot, |s| {
             s.tid.store(tid, Relaxed);
@@ -259,7 +269,7 @@ impl Mark {
 
     /// Ends a registration, putting back `prev` (a handler's own blocking
     /// call ends its registration; the one it interrupted stays).
-    pub fn unwatch(&self, prev: usize) {
+    pub(crate) fn unwatch(&self, prev: usize) {
         // The sleep is over before the registration goes.
         compiler_fence(SeqCst);
         Mark::on(self.slot, |s| s.word.store(prev, Relaxed));

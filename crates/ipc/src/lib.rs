@@ -30,7 +30,10 @@ not_loom! {
     mod heap;
     mod ids;
     mod info;
-    mod intr;
+    /// Signal handlers' news for blocked calls (`note_signal`, and the
+    /// mark a call takes as it starts).
+    #[doc(hidden)]
+    pub mod intr;
     mod keys;
     #[doc(hidden)]
     pub mod lockbench;

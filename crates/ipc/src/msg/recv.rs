@@ -164,7 +164,21 @@ impl Namespace {
     ) -> SysResult<(i64, usize)> {
         // The call starts: a signal handler noted from now on makes a
         // sleep of this call fail with EINTR.
-        let mark = wait::Mark::now();
+        self.msgrcv_into_since(wait::Mark::now(), cred, msqid, buf, msgtyp, msgflg)
+    }
+
+    /// [`Namespace::msgrcv_into`] for a call that started at `mark` (see
+    /// [`Namespace::semtimedop_since`]).
+    #[doc(hidden)]
+    pub fn msgrcv_into_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         let a = self.arena();
         let bufsz = buf.cap() as u64;
         // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"

@@ -43,7 +43,21 @@ impl Namespace {
     ) -> SysResult<i32> {
         // The call starts: a signal handler noted from now on makes a
         // sleep of this call fail with EINTR.
-        let mark = wait::Mark::now();
+        self.msgsnd_since(wait::Mark::now(), cred, msqid, mtype, text, msgflg)
+    }
+
+    /// [`Namespace::msgsnd`] for a call that started at `mark` (see
+    /// [`Namespace::semtimedop_since`]).
+    #[doc(hidden)]
+    pub fn msgsnd_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        mtype: i64,
+        text: &[u8],
+        msgflg: i32,
+    ) -> SysResult<i32> {
         let a = self.arena();
         let msgmax = a.header().limits.msgmax.load(Relaxed);
         // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)

@@ -431,7 +431,21 @@ impl Namespace {
     ) -> SysResult<i32> {
         // The call starts: a signal handler noted from now on makes a
         // sleep of this call fail with EINTR.
-        let mark = wait::Mark::now();
+        self.semtimedop_since(wait::Mark::now(), cred, semid, sops, timeout)
+    }
+
+    /// [`Namespace::semtimedop`] for a call that started at `mark` (the
+    /// C ABI takes it as the program's call enters, before its own work):
+    /// a signal handler noted since then makes its sleep fail with EINTR.
+    #[doc(hidden)]
+    pub fn semtimedop_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
         let a = self.arena();
         let lim = &a.header().limits;
         // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
