@@ -144,10 +144,13 @@ struct Exit(Cell<usize>);
 impl Drop for Exit {
     fn drop(&mut self) {
         let tp = self.0.get();
-        if tp != 0 {
-            // The registration and counter stay for the next owner (see
-            // the module doc): only the key goes.
-            let _ = entry(tp).key.compare_exchange(tp, 0, Relaxed, Relaxed);
+        let e = entry(tp);
+        if tp != 0 && e.key.load(Relaxed) == tp {
+            // No sleep of this thread is left (a registration could only
+            // outlive one that a handler left by longjmp). The counter
+            // stays for the next owner: it only moves forward.
+            e.word.store(0, Relaxed);
+            let _ = e.key.compare_exchange(tp, 0, Relaxed, Relaxed);
         }
     }
 }
