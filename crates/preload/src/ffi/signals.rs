@@ -3,7 +3,7 @@
 //! `signal`, `bsd_signal`, `ssignal`, `sysv_signal`, `__sysv_signal`,
 //! `sigset`, and `syscall(SYS_rt_sigaction, ...)` (from `mod.rs`). glibc's
 //! `signal()` and its kin call its internal `__sigaction`, not ours: they
-//! are interposed themselves, and install the wrapper through the next
+//! are interposed themselves, and install the plain wrapper through the next
 //! definition (so the flags and mask stay the C library's choice,
 //! `siginterrupt` included). `sigset` also changes the signal mask, which
 //! the lock blocks: it is glibc's algorithm over our `sigaction`.
@@ -13,10 +13,12 @@
 //! glibc's own `sigaction` does (a bad pointer faults there as here);
 //! `oact` only after the next definition wrote it. The raw system call's
 //! structures are copied in and out by the kernel (`user::read_raw`,
-//! `user::write_raw`: EFAULT, never a fault). The wrapper transmutes the
-//! word `signals::handler_of` returns to the prototype the program
-//! installed it with (three arguments exactly when it asked for
-//! SA_SIGINFO, when the kernel runs the wrapper with SA_SIGINFO too).
+//! `user::write_raw`: EFAULT, never a fault). Each wrapper transmutes the
+//! word it reads to the prototype the program installed it with: the
+//! SA_SIGINFO wrapper, which the kernel always runs with SA_SIGINFO,
+//! calls a handler that asked for it with the kernel's three arguments
+//! and any other with one; the plain wrapper's word only ever holds
+//! handlers of one argument (`signals.rs`).
 #![allow(unsafe_code)]
 
 use crate::next::{self, Next};
@@ -24,19 +26,20 @@ use crate::signals;
 use crate::user;
 use core::ffi::{c_int, c_long, c_void};
 
-/// The handler the kernel runs for every wrapped signal: tells the core,
-/// then runs the program's handler. Async-signal-safe: atomics (and one
-/// `gettid` when this thread is about to sleep in an IPC call). Unwinding
-/// and longjmp pass through (it holds nothing).
+/// The handler the kernel runs (with SA_SIGINFO) for every signal whose
+/// handler came through `sigaction`: tells the core, then runs the
+/// program's handler. Async-signal-safe: atomics (and one `gettid` when
+/// this thread is about to sleep in an IPC call). Unwinding and longjmp
+/// pass through (it holds nothing).
 extern "C-unwind" fn wrapper(sig: c_int, info: *mut libc::siginfo_t, uc: *mut c_void) {
     ipcns_core::note_signal();
-    match signals::handler_of(sig) {
+    match signals::main_handler(sig) {
         Some((h, true)) => {
             type F = unsafe extern "C-unwind" fn(c_int, *mut libc::siginfo_t, *mut c_void);
             // SAFETY: the program installed `h` as an SA_SIGINFO handler.
             let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
-            // SAFETY: the kernel's own arguments (it runs us with
-            // SA_SIGINFO whenever the handler asked for it).
+            // SAFETY: the kernel's own arguments (it runs this wrapper
+            // with SA_SIGINFO only).
             unsafe { f(sig, info, uc) }
         }
         Some((h, false)) => {
@@ -50,12 +53,30 @@ extern "C-unwind" fn wrapper(sig: c_int, info: *mut libc::siginfo_t, uc: *mut c_
     }
 }
 
+/// The handler the kernel runs for every signal whose handler came
+/// through `signal()` or its kin (with their flags: no SA_SIGINFO): the
+/// same, for a one-argument handler.
+extern "C-unwind" fn plain_wrapper(sig: c_int) {
+    ipcns_core::note_signal();
+    if let Some(h) = signals::plain_handler(sig) {
+        type F = unsafe extern "C-unwind" fn(c_int);
+        // SAFETY: the plain word holds only one-argument handlers.
+        let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
+        // SAFETY: the signal number, as the kernel would pass it.
+        unsafe { f(sig) }
+    }
+}
+
 /// `<signal.h>`: "#define SIG_HOLD ((__sighandler_t) 2)" (not in the
 /// libc crate).
 const SIG_HOLD: usize = 2;
 
-fn wrapper_addr() -> usize {
-    wrapper as *const () as usize
+/// Our wrappers' addresses.
+fn wrappers() -> signals::Wrappers {
+    signals::Wrappers {
+        info: wrapper as *const () as usize,
+        plain: plain_wrapper as *const () as usize,
+    }
 }
 
 /// `sigaction` and `__sigaction` through `next`.
@@ -79,8 +100,8 @@ unsafe fn sigaction_via(
         // directly as well).
         let mut ours: libc::sigaction = unsafe { core::ptr::read(act) };
         let info = ours.sa_flags & libc::SA_SIGINFO != 0;
-        if held.install(sig, ours.sa_sigaction, info, true) {
-            ours.sa_sigaction = wrapper_addr();
+        if held.install_info(sig, ours.sa_sigaction, info) {
+            ours.sa_sigaction = wrappers().info;
             ours.sa_flags |= libc::SA_SIGINFO;
         }
         // SAFETY: our copy, and the program's `oact`.
@@ -93,12 +114,7 @@ unsafe fn sigaction_via(
     if r == 0 && !oact.is_null() {
         // SAFETY: the next definition has just written `*oact`.
         let o = unsafe { &mut *oact };
-        let (h, f) = signals::translate(
-            prev,
-            o.sa_sigaction,
-            o.sa_flags as u32 as u64,
-            wrapper_addr(),
-        );
+        let (h, f) = signals::translate(prev, o.sa_sigaction, o.sa_flags as u32 as u64, wrappers());
         o.sa_sigaction = h;
         o.sa_flags = f as u32 as c_int;
     }
@@ -137,21 +153,21 @@ pub unsafe extern "C" fn __sigaction(
 }
 
 /// `signal()` and its kin through `next`: a handler (not SIG_DFL,
-/// SIG_IGN, SIG_HOLD or SIG_ERR) goes in as the wrapper, with the flags
-/// the next definition chooses; the old handler comes back translated.
+/// SIG_IGN, SIG_HOLD or SIG_ERR) goes in as the plain wrapper, with the
+/// flags the next definition chooses; the old handler comes back
+/// translated.
 fn signal_via(next: &Next, sig: c_int, handler: usize) -> usize {
     let held = signals::lock();
     let prev = held.current(sig);
-    // SIG_HOLD (sigset) and SIG_ERR are the next definition's business;
-    // SIG_DFL and SIG_IGN go in as they are (`install` says so).
-    let wrap =
-        handler != SIG_HOLD && handler != libc::SIG_ERR && held.install(sig, handler, false, false);
-    let old = next::call_signal(next, sig, if wrap { wrapper_addr() } else { handler });
+    // SIG_HOLD and SIG_ERR are the next definition's business; SIG_DFL
+    // and SIG_IGN go in as they are (`install_plain` says so).
+    let wrap = handler != SIG_HOLD && handler != libc::SIG_ERR && held.install_plain(sig, handler);
+    let old = next::call_signal(next, sig, if wrap { wrappers().plain } else { handler });
     if old == libc::SIG_ERR {
         held.undo(sig, prev);
         return old;
     }
-    signals::translate_handler(prev, old, wrapper_addr())
+    signals::translate(prev, old, 0, wrappers()).0
 }
 
 /// `sighandler_t signal(int sig, sighandler_t handler)`.
@@ -255,8 +271,8 @@ pub fn rt_sigaction(sig: c_long, act: usize, oact: usize, size: c_long) -> c_lon
     let sig32 = sig as c_int;
     let held = signals::lock();
     let prev = held.current(sig32);
-    if act != 0 && held.install(sig32, k[0] as usize, k[1] & siginfo() != 0, true) {
-        k[0] = wrapper_addr() as u64;
+    if act != 0 && held.install_info(sig32, k[0] as usize, k[1] & siginfo() != 0) {
+        k[0] = wrappers().info as u64;
         k[1] |= siginfo();
     }
     let mut old = [0u64; 4];
@@ -280,7 +296,7 @@ pub fn rt_sigaction(sig: c_long, act: usize, oact: usize, size: c_long) -> c_lon
         return r;
     }
     if oact != 0 {
-        let (h, f) = signals::translate(prev, old[0] as usize, old[1], wrapper_addr());
+        let (h, f) = signals::translate(prev, old[0] as usize, old[1], wrappers());
         old[0] = h as u64;
         old[1] = f;
         // "if (oact && copy_to_user(oact, &old_sa.sa, sizeof(old_sa.sa)))
