@@ -20,7 +20,7 @@ use ipcns::{Cred, Errno, Namespace};
 use std::io::Write;
 use std::os::unix::thread::JoinHandleExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 const TRIALS: u32 = 30;
@@ -29,8 +29,14 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// How long after the signal a call may take to fail with EINTR.
 const WITHIN: Duration = Duration::from_millis(200);
 
+/// The blocker thread is in its call (set right before it); what the
+/// handler saw of it (-1: not run).
+static IN_CALL: AtomicI32 = AtomicI32::new(0);
+static SAW: AtomicI32 = AtomicI32::new(-1);
+
 extern "C" fn on_usr1(_: libc::c_int) {
     ipcns::note_signal();
+    SAW.store(IN_CALL.load(SeqCst), SeqCst);
 }
 
 fn me() -> Cred {
@@ -46,44 +52,32 @@ enum Call {
     Msgrcv(i32),
 }
 
-/// Involuntary context switches of the calling thread so far.
-fn preemptions() -> i64 {
-    // SAFETY: getrusage fills a zeroed struct of ours.
-    unsafe {
-        let mut u: libc::rusage = core::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
-        u.ru_nivcsw
-    }
-}
-
 /// In a forked child: `TRIALS` races of SIGUSR1 against the start of
 /// `call`; the number of calls that did not fail with EINTR within
 /// [`WITHIN`] of the signal (each printed).
 ///
-/// A trial in which the blocker thread was preempted does not count (it
-/// is run again, up to twenty times as many in all): a blocker descheduled
-/// between saying it starts and starting runs the handler before the call,
-/// which then blocks, on the kernel as here. Everything the call needs is
-/// ready before it says so.
+/// A trial counts only if the handler ran once the call had started (it
+/// sees [`IN_CALL`], set right before the call; up to twenty times as
+/// many trials are run in all): a blocker descheduled before its call
+/// runs the handler first, and the call then blocks, on the kernel as
+/// here. Everything the call needs is ready before it starts.
 fn race(path: std::path::PathBuf, call: Call) -> i32 {
     support::handle(libc::SIGUSR1, on_usr1, libc::SA_RESTART);
     let ns = Arc::new(Namespace::open_at(&path).expect("attach"));
     // Trial k: the main thread sets `go` to k; the blocker says it starts
-    // the call (`armed`) and reports its result in `done` (k), `result`
-    // and `preempted`.
+    // the call (`armed`) and reports its result in `done` (k) and
+    // `result`.
     let go = Arc::new(AtomicU32::new(0));
     let armed = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU32::new(0));
-    let preempted = Arc::new(AtomicBool::new(false));
     let result = Arc::new(std::sync::Mutex::new(Ok(0)));
     let attempts = 20 * TRIALS;
     let blocker = {
-        let (ns, go, armed, done, preempted, result) = (
+        let (ns, go, armed, done, result) = (
             ns.clone(),
             go.clone(),
             armed.clone(),
             done.clone(),
-            preempted.clone(),
             result.clone(),
         );
         std::thread::spawn(move || {
@@ -107,13 +101,13 @@ fn race(path: std::path::PathBuf, call: Call) -> i32 {
                 if seen > attempts {
                     return;
                 }
-                let before = preemptions();
                 armed.store(true, SeqCst);
+                IN_CALL.store(1, SeqCst);
                 let r = match call {
                     Call::Semop(id) => ns.semtimedop(&cred, id, &dec, Some(&ts)),
                     Call::Msgrcv(id) => ns.msgrcv(&cred, id, &mut buf, 0, 0).map(|_| 0),
                 };
-                preempted.store(preemptions() != before, SeqCst);
+                IN_CALL.store(0, SeqCst);
                 *result.lock().unwrap() = r;
                 done.store(seen, SeqCst);
             }
@@ -129,6 +123,7 @@ fn race(path: std::path::PathBuf, call: Call) -> i32 {
             .wrapping_add(1_442_695_040_888_963_407);
         let delay = Duration::from_nanos((seed >> 33) % 20_001);
         armed.store(false, SeqCst);
+        SAW.store(-1, SeqCst);
         go.store(k, SeqCst);
         while !armed.load(SeqCst) {
             std::hint::spin_loop();
@@ -154,7 +149,7 @@ fn race(path: std::path::PathBuf, call: Call) -> i32 {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        if preempted.load(SeqCst) {
+        if SAW.load(SeqCst) != 1 {
             continue;
         }
         counted += 1;
@@ -194,7 +189,7 @@ fn a_handler_while_semop_spins_is_eintr() {
     };
     assert_eq!(
         missed, 0,
-        "semop calls not interrupted, of {TRIALS} (100: too few trials without preemption)"
+        "semop calls not interrupted, of {TRIALS} (100: too few trials with the handler in the call)"
     );
     assert_eq!(
         t.ns.semctl(&me(), id, 0, GETNCNT, ipcns::sem::SemArg::None),
@@ -215,7 +210,7 @@ fn a_handler_while_msgrcv_spins_is_eintr() {
     };
     assert_eq!(
         missed, 0,
-        "msgrcv calls not interrupted, of {TRIALS} (100: too few trials without preemption)"
+        "msgrcv calls not interrupted, of {TRIALS} (100: too few trials with the handler in the call)"
     );
     t.ns.check().unwrap();
 }
