@@ -32,6 +32,10 @@ not_loom! {
     mod heap;
     mod ids;
     mod info;
+    /// Signal handlers' news for blocked calls (`note_signal`, and the
+    /// mark a call takes as it starts).
+    #[doc(hidden)]
+    pub mod intr;
     mod keys;
     pub mod life;
     #[doc(hidden)]
@@ -63,6 +67,10 @@ not_loom! {
     pub use creds::Cred;
     pub use errno::{Errno, SysResult};
     pub use heap::HeapStats;
+    /// For signal handlers: a blocked System V IPC call of this thread
+    /// fails with EINTR (`intr.rs`; libipcns.so's handler wrapper calls it).
+    #[doc(hidden)]
+    pub use intr::note_signal;
     pub use lock::{Holder, Liveness};
     pub use namespace::Namespace;
     pub use sysctl::NAMES as SYSCTLS;

@@ -32,6 +32,7 @@ use crate::park;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
+pub use crate::intr::Mark;
 pub use crate::park::{CANCELLED, DONE, QUEUED, SLEEPING, Slept};
 
 /// A blocked caller.
@@ -165,7 +166,13 @@ pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
     unlink(a, head, off)?;
     let w = at(a, off)?;
-    park::complete(&w.state, &w.status, status, &RealPark { w, tick: &mut || {} });
+    park::complete(&w.state, &w.status, status, &RealPark {
+            w,
+            tick: &mut || {},
+            mark: None,
+            prev: 0,
+        },
+    );
     Ok(())
 }
 
@@ -272,10 +279,14 @@ const SPIN_NS: u64 = 20_000;
 const TICK_NS: u64 = 100_000_000;
 
 /// The real system under the handshake: shared futexes, the monotonic
-/// clock, the record's heartbeat.
+/// clock, the record's heartbeat, the thread's signal handlers.
 struct RealPark<'w, 't> {
     w: &'w Waiter,
     tick: &'t mut dyn FnMut(),
+    /// The sleeper's call's start (None: a waker's).
+    mark: Option<Mark>,
+    /// The registration `watch` replaced.
+    prev: usize,
 }
 
 impl park::Park for RealPark<'_, '_> {
@@ -307,20 +318,46 @@ impl park::Park for RealPark<'_, '_> {
     fn tick(&mut self) {
         (self.tick)();
     }
+    fn noted(&self) -> bool {
+        self.mark.is_some_and(|m| m.interrupted())
+    }
+    fn watch(&mut self, word: &AtomicU32) {
+        if let Some(m) = self.mark {
+            self.prev = m.watch(word);
+        }
+    }
+    fn unwatch(&mut self) {
+        if let Some(m) = self.mark {
+            m.unwatch(self.prev);
+        }
+    }
 }
 
 /// Ends a record's wait with `status` and wakes its sleeper, leaving it
 /// linked (a message queue's handover: its sleeper collects it). Object
 /// lock held.
 pub fn finish_linked(w: &Waiter, status: i32) {
-    park::complete(&w.state, &w.status, status, &RealPark { w, tick: &mut || {} });
+    park::complete(&w.state, &w.status, status, &RealPark {
+            w,
+            tick: &mut || {},
+            mark: None,
+            prev: 0,
+        },
+    );
 }
 
 /// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
-/// signal handler runs, calling `tick` every 100 ms of sleep
+/// signal handler runs on this thread (one noted since `mark`, the start
+/// of the call: `intr.rs`), calling `tick` every 100 ms of sleep
 /// ([`park::sleep`]). No lock held. The record is the caller's.
-pub fn sleep(w: &Waiter, deadline: Option<u64>, tick: &mut dyn FnMut()) -> Slept {
-    park::sleep(&w.state, &w.status, deadline, &mut RealPark { w, tick })
+pub fn sleep(w: &Waiter, deadline: Option<u64>, mark: Mark, tick: &mut dyn FnMut()) -> Slept {
+    let mut p = RealPark {
+        w,
+        tick,
+        mark: Some(mark),
+        prev: 0,
+    };
+    park::sleep(&w.state, &w.status, deadline, &mut p)
 }
 
 /// After a sleep that ended without DONE, object lock held: the result of

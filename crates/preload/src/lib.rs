@@ -21,6 +21,8 @@
 //!   (the file calls in `ffi/open.rs`, the raw file work in `kfile`);
 //! - `unshare`: a fresh private namespace (`unshare`, `clone` with
 //!   CLONE_NEWIPC; the entries in `ffi/ns.rs`);
+//! - `signals`: the program's signal handlers, wrapped so that a blocked
+//!   IPC call learns that one ran (the entries in `ffi/signals.rs`);
 //! - `once`: values published for good; `hot`: the words every call
 //!   reads, in one cache line.
 //!
@@ -39,6 +41,7 @@ mod once;
 mod procfs;
 mod sem;
 mod shm;
+mod signals;
 mod state;
 mod structs;
 mod unshare;

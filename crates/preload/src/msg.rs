@@ -7,6 +7,7 @@ use crate::state::namespace;
 use crate::structs;
 use crate::user;
 use ipcns_core::abi::{self, msginfo, msqid64_ds};
+use ipcns_core::intr::Mark;
 use ipcns_core::msg::MsgArg;
 use ipcns_core::{Errno, Namespace, SysResult};
 
@@ -30,22 +31,25 @@ pub fn msgget(key: i32, msgflg: i32) -> SysResult<i64> {
 /// core's checks alone give the kernel's answer.
 #[inline(always)]
 pub fn msgsnd(msqid: i32, msgp: usize, msgsz: usize, msgflg: i32) -> SysResult<i64> {
+    // The program's call starts here (see `sem::semtimedop`).
+    let mark = Mark::now();
     let ns = namespace()?;
     if let Some(len) = msgsz.checked_add(MTYPE)
         && let Some(r) = user::with_direct(msgp, len, |b| {
             let (m, text) = b.split_at(MTYPE.min(b.len()));
             let mtype = i64::from_ne_bytes(m.try_into().map_err(|_| Errno::EFAULT)?);
-            with_caller(ns, |c| ns.msgsnd(c, msqid, mtype, text, msgflg))
+            with_caller(ns, |c| ns.msgsnd_since(mark, c, msqid, mtype, text, msgflg))
         })
     {
         return r.map(i64::from);
     }
-    msgsnd_copied(ns, msqid, msgp, msgsz, msgflg)
+    msgsnd_copied(mark, ns, msqid, msgp, msgsz, msgflg)
 }
 
 /// [`msgsnd`] with the caller's `msgbuf` copied in, in the kernel's order.
 #[inline(never)]
 fn msgsnd_copied(
+    mark: Mark,
     ns: &Namespace,
     msqid: i32,
     msgp: usize,
@@ -63,7 +67,7 @@ fn msgsnd_copied(
     }
     let text = msgp.checked_add(MTYPE).ok_or(Errno::EFAULT)?;
     user::with_bytes(text, msgsz, |text| {
-        with_caller(ns, |c| ns.msgsnd(c, msqid, mtype, text, msgflg))
+        with_caller(ns, |c| ns.msgsnd_since(mark, c, msqid, mtype, text, msgflg))
     })?
     .map(i64::from)
 }
@@ -78,6 +82,8 @@ fn msgsnd_copied(
 /// lost if it cannot be written out.
 #[inline(always)]
 pub fn msgrcv(msqid: i32, msgp: usize, msgsz: usize, msgtyp: i64, msgflg: i32) -> SysResult<i64> {
+    // The program's call starts here (see `sem::semtimedop`).
+    let mark = Mark::now();
     let ns = namespace()?;
     if msqid < 0 || (msgsz as isize) < 0 {
         return Err(Errno::EINVAL);
@@ -90,7 +96,9 @@ pub fn msgrcv(msqid: i32, msgp: usize, msgsz: usize, msgtyp: i64, msgflg: i32) -
         user::check_readable(msgp, msgsz.min(ns.msgmax().max(0) as usize))?;
     }
     let mut recv = user::Recv::new(msgp, msgsz);
-    let (mtype, n) = with_caller(ns, |c| ns.msgrcv_into(c, msqid, &mut recv, msgtyp, msgflg))?;
+    let (mtype, n) = with_caller(ns, |c| {
+        ns.msgrcv_into_since(mark, c, msqid, &mut recv, msgtyp, msgflg)
+    })?;
     recv.finish(mtype, n)?;
     Ok(n as i64)
 }

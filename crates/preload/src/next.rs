@@ -20,7 +20,7 @@
 //! `dlsym` is given NUL-terminated names (C string literals).
 #![allow(unsafe_code)]
 
-use core::ffi::{c_char, c_long, c_void};
+use core::ffi::{c_char, c_int, c_long, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// `syscall(n, a...)` as the kernel sees it: the raw return value
@@ -183,6 +183,13 @@ pub fn resolve_all() {
         &WAITID,
         &PWRITE,
         &PWRITE64,
+        &SIGACTION,
+        &SIGACTION_2,
+        &SIGNAL,
+        &BSD_SIGNAL,
+        &SSIGNAL,
+        &SYSV_SIGNAL,
+        &SYSV_SIGNAL_2,
     ] {
         n.get();
     }
@@ -348,3 +355,121 @@ pub fn unset_env(key: &str) {
 pub static UNSHARE: Next = Next::new(c"unshare");
 pub static WAIT4: Next = Next::new(c"wait4");
 pub static WAITID: Next = Next::new(c"waitid");
+
+/// The signal calls whose handlers are wrapped (`ffi/signals.rs`).
+pub static SIGACTION: Next = Next::new(c"sigaction");
+pub static SIGACTION_2: Next = Next::new(c"__sigaction");
+pub static SIGNAL: Next = Next::new(c"signal");
+pub static BSD_SIGNAL: Next = Next::new(c"bsd_signal");
+pub static SSIGNAL: Next = Next::new(c"ssignal");
+pub static SYSV_SIGNAL: Next = Next::new(c"sysv_signal");
+pub static SYSV_SIGNAL_2: Next = Next::new(c"__sysv_signal");
+
+/// The next `int sigaction(int, const struct sigaction *, struct
+/// sigaction *)` (or `__sigaction`); -1 with ENOSYS when there is none.
+///
+/// # Safety
+/// `act` is null or points to a `struct sigaction` the call may read,
+/// `oact` is null or points to one it may write (the C library's own
+/// contract: it dereferences both itself).
+pub unsafe fn call_sigaction(
+    next: &Next,
+    sig: c_int,
+    act: *const libc::sigaction,
+    oact: *mut libc::sigaction,
+) -> c_int {
+    let Some(f) = next.get() else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    type F = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+    // SAFETY: the symbols looked up under these names have this prototype.
+    let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { f(sig, act, oact) }
+}
+
+/// The next `sighandler_t NAME(int, sighandler_t)` (signal, bsd_signal,
+/// ssignal, sysv_signal): its result, or `SIG_ERR` with ENOSYS
+/// when there is none. Handlers travel as machine words.
+pub fn call_signal(next: &Next, sig: c_int, handler: usize) -> usize {
+    let Some(f) = next.get() else {
+        set_errno(libc::ENOSYS);
+        return libc::SIG_ERR;
+    };
+    type F = unsafe extern "C" fn(c_int, usize) -> usize;
+    // SAFETY: the symbols looked up under these names have this prototype
+    // (a handler is a function pointer: one machine word).
+    let f: F = unsafe { core::mem::transmute::<usize, F>(f) };
+    // SAFETY: integers only; the handler is installed, never called, here.
+    unsafe { f(sig, handler) }
+}
+
+/// Blocks every signal but the C library's two internal ones (32, 33:
+/// thread cancellation and set*id broadcasts, whose handlers never touch
+/// signal actions) on the calling thread; the mask it replaced.
+pub fn block_signals() -> u64 {
+    let all: u64 = !((1 << 31) | (1 << 32));
+    let mut old: u64 = 0;
+    // SAFETY: the kernel reads 8 bytes of ours and writes 8 into ours.
+    let _ = unsafe {
+        raw(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_BLOCK as c_long,
+                &all as *const u64 as c_long,
+                &mut old as *mut u64 as c_long,
+                8,
+                0,
+                0,
+            ],
+        )
+    };
+    old
+}
+
+/// `sigprocmask(how, {set}, &old)` for the calling thread (signals 1 to
+/// 64 as bits 0 to 63): the mask it replaced, None if the kernel refused.
+pub fn change_signal_mask(how: c_int, set: u64) -> Option<u64> {
+    let mut old: u64 = 0;
+    // SAFETY: the kernel reads 8 bytes of ours and writes 8 into ours.
+    let r = unsafe {
+        raw(
+            libc::SYS_rt_sigprocmask,
+            [
+                how as c_long,
+                &set as *const u64 as c_long,
+                &mut old as *mut u64 as c_long,
+                8,
+                0,
+                0,
+            ],
+        )
+    };
+    match result(r) {
+        Ok(_) => Some(old),
+        Err(e) => {
+            set_errno(e);
+            None
+        }
+    }
+}
+
+/// Sets the calling thread's signal mask back to `mask` (from
+/// [`block_signals`]).
+pub fn set_signal_mask(mask: u64) {
+    // SAFETY: the kernel reads 8 bytes of ours.
+    let _ = unsafe {
+        raw(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_SETMASK as c_long,
+                &mask as *const u64 as c_long,
+                0,
+                8,
+                0,
+                0,
+            ],
+        )
+    };
+}

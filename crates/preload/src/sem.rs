@@ -7,6 +7,7 @@ use crate::state::namespace;
 use crate::structs;
 use crate::user;
 use ipcns_core::abi::{self, sembuf, semid64_ds, seminfo};
+use ipcns_core::intr::Mark;
 use ipcns_core::sem::{SemArg, SemValues};
 use ipcns_core::{Errno, Namespace, SysResult};
 
@@ -32,26 +33,32 @@ const FAST_SOPS: usize = 8;
 /// cannot fail, so the core's checks alone give the kernel's answer.
 #[inline(always)]
 pub fn semtimedop(semid: i32, sops: usize, nsops: u32, timeout: usize) -> SysResult<i64> {
+    // The program's call starts here, before any of our own work: a
+    // signal handler that runs from now on ends its sleep with EINTR.
+    let mark = Mark::now();
     let ns = namespace()?;
     let n = nsops as usize;
     if timeout == 0 && n == 1 {
         // The common case, without an array to clear.
         if let Some(op) = user::with_direct(sops, 6, one) {
-            return with_caller(ns, |c| ns.semtimedop(c, semid, &[op], None)).map(i64::from);
+            return with_caller(ns, |c| ns.semtimedop_since(mark, c, semid, &[op], None))
+                .map(i64::from);
         }
     } else if timeout == 0 && (2..=FAST_SOPS).contains(&n) {
         let mut ops = [sembuf::default(); FAST_SOPS];
         if user::with_direct(sops, n * 6, |raw| decode(raw, &mut ops[..n])).is_some() {
-            return with_caller(ns, |c| ns.semtimedop(c, semid, &ops[..n], None)).map(i64::from);
+            return with_caller(ns, |c| ns.semtimedop_since(mark, c, semid, &ops[..n], None))
+                .map(i64::from);
         }
     }
-    semtimedop_copied(ns, semid, sops, nsops, timeout)
+    semtimedop_copied(mark, ns, semid, sops, nsops, timeout)
 }
 
 /// [`semtimedop`] with the caller's timeout and operations copied in, in
 /// the kernel's order.
 #[inline(never)]
 fn semtimedop_copied(
+    mark: Mark,
     ns: &Namespace,
     semid: i32,
     sops: usize,
@@ -77,7 +84,11 @@ fn semtimedop_copied(
         return Err(Errno::EINVAL);
     }
     let n = nsops as usize;
-    let run = |ops: &[sembuf]| with_caller(ns, |c| ns.semtimedop(c, semid, ops, ts.as_ref()));
+    let run = |ops: &[sembuf]| {
+        with_caller(ns, |c| {
+            ns.semtimedop_since(mark, c, semid, ops, ts.as_ref())
+        })
+    };
     // The operations' bytes: in place on the direct path, else copied in
     // by the kernel (EFAULT first).
     user::with_bytes(sops, n * 6, |raw| {

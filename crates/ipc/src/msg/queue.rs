@@ -604,10 +604,11 @@ pub(super) enum Woke {
 }
 
 /// Sleeps on our record (no lock held) until a waker finishes it, a signal
-/// handler runs, or, looking once a second, the queue is found removed.
-pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter) -> Woke {
+/// handler runs (one noted since `mark`, the call's start), or, looking
+/// once a second, the queue is found removed.
+pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark) -> Woke {
     loop {
-        match wait::sleep(w, Some(wait::now_ns() + 1_000_000_000), &mut || {}) {
+        match wait::sleep(w, Some(wait::now_ns() + 1_000_000_000), mark, &mut || {}) {
             Slept::Done(_) => return Woke::Done,
             Slept::Interrupted => return Woke::Interrupted,
             Slept::Cancelled => return Woke::Cancelled,

@@ -162,16 +162,34 @@ impl Namespace {
         msgtyp: i64,
         msgflg: i32,
     ) -> SysResult<(i64, usize)> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        self.msgrcv_into_since(wait::Mark::now(), cred, msqid, buf, msgtyp, msgflg)
+    }
+
+    /// [`Namespace::msgrcv_into`] for a call that started at `mark` (see
+    /// [`Namespace::semtimedop_since`]).
+    #[doc(hidden)]
+    pub fn msgrcv_into_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
         // (its holder stopped, or a hostile word): ENOMSG, as an empty
         // queue.
         let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-        self.msgrcv_bounded(cred, msqid, buf, msgtyp, msgflg)
+        self.msgrcv_bounded(mark, cred, msqid, buf, msgtyp, msgflg)
             .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::ENOMSG } else { e })
     }
 
     fn msgrcv_bounded(
         &self,
+        mark: wait::Mark,
         cred: &Cred,
         msqid: i32,
         buf: &mut dyn RecvBuf,
@@ -255,7 +273,7 @@ impl Namespace {
                 },
             )?;
             drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?);
+            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
             // The record must be collected whatever the call's deadline.
             let g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
             let (done, status, handed) = queue::collect(a, s, rec)?;
@@ -270,11 +288,14 @@ impl Namespace {
                         drop(g);
                         return got;
                     }
-                    // expunge_all(msq, -EAGAIN): try again.
-                    libc::EAGAIN => {
+                    // expunge_all(msq, -EAGAIN): try again, unless "if
+                    // (signal_pending(current)) { msg =
+                    // ERR_PTR(-ERESTARTNOHAND); ...}" (a handler ran).
+                    libc::EAGAIN if !mark.interrupted() => {
                         drop(g);
                         continue;
                     }
+                    libc::EAGAIN => return Err(Errno::EINTR),
                     e => return Err(Errno(e)),
                 }
             }

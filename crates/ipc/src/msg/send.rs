@@ -41,15 +41,33 @@ impl Namespace {
         text: &[u8],
         msgflg: i32,
     ) -> SysResult<i32> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        self.msgsnd_since(wait::Mark::now(), cred, msqid, mtype, text, msgflg)
+    }
+
+    /// [`Namespace::msgsnd`] for a call that started at `mark` (see
+    /// [`Namespace::semtimedop_since`]).
+    #[doc(hidden)]
+    pub fn msgsnd_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        mtype: i64,
+        text: &[u8],
+        msgflg: i32,
+    ) -> SysResult<i32> {
         // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
         // (its holder stopped, or a hostile word): EAGAIN, as a full queue.
         let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-        self.msgsnd_bounded(cred, msqid, mtype, text, msgflg)
+        self.msgsnd_bounded(mark, cred, msqid, mtype, text, msgflg)
             .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
     }
 
     fn msgsnd_bounded(
         &self,
+        mark: wait::Mark,
         cred: &Cred,
         msqid: i32,
         mtype: i64,
@@ -95,18 +113,19 @@ impl Namespace {
                 },
             )?;
             drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?);
+            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
             // The record must be collected whatever the call's deadline.
             g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
             // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =
             // -EIDRM; ...}" and "if (signal_pending(current)) { err =
-            // -ERESTARTNOHAND; ...}" (EINTR: the handler ran).
+            // -ERESTARTNOHAND; ...}" (EINTR: a handler ran during the
+            // call, even if a receiver made room meanwhile).
             let (done, _, _) = queue::collect(a, s, rec)?;
             still_valid(&f)?;
             if matches!(woke, Woke::Cancelled) {
                 continue;
             }
-            if !done || matches!(woke, Woke::Interrupted) {
+            if !done || matches!(woke, Woke::Interrupted) || mark.interrupted() {
                 return Err(Errno::EINTR);
             }
         }

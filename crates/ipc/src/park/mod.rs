@@ -19,6 +19,16 @@
 //! did so under that lock, so the sleeper sees DONE and returns the
 //! operation's result (it happened); otherwise the record is still queued,
 //! and the sleeper unlinks it itself: the operation never happens.
+//!
+//! Signal handlers: a handler that runs while the sleeper is outside
+//! FUTEX_WAIT (spinning, between the CAS and the system call, between two
+//! slices) does not make the wait return EINTR. So the sleeper also asks
+//! [`Park::noted`] (has a handler said it ran since the call began?) while
+//! it spins, right after its CAS to SLEEPING and after every futex return;
+//! and before the CAS it registers the word ([`Park::watch`]), which lets
+//! such a handler CAS it back SLEEPING -> QUEUED so that a FUTEX_WAIT about
+//! to start returns at once (`intr.rs` has the argument). To the waker
+//! that CAS looks like a sleeper that never said it sleeps.
 
 use crate::sync::{AtomicI32, AtomicU32, Ordering};
 
@@ -77,6 +87,17 @@ pub trait Park {
     fn pause(&self);
     /// Called after each slice that ran out (cleaning up after the dead).
     fn tick(&mut self);
+    /// Whether a signal handler said it ran on this thread since the call
+    /// began (`intr.rs`). None does unless the system says so.
+    fn noted(&self) -> bool {
+        false
+    }
+    /// Lets a handler that runs from now on end the wait on `word` before
+    /// it starts (it CASes SLEEPING back to QUEUED). Called once, before
+    /// the first CAS to SLEEPING.
+    fn watch(&mut self, _word: &AtomicU32) {}
+    /// Ends [`Park::watch`]; called before the sleep returns.
+    fn unwatch(&mut self) {}
 }
 
 /// Ends a record's wait with `status` (0 or an errno) and wakes its
@@ -100,6 +121,21 @@ pub fn sleep(
     deadline: Option<u64>,
     p: &mut impl Park,
 ) -> Slept {
+    let mut watching = false;
+    let end = sleep_watching(state, status, deadline, p, &mut watching);
+    if watching {
+        p.unwatch();
+    }
+    end
+}
+
+fn sleep_watching(
+    state: &AtomicU32,
+    status: &AtomicI32,
+    deadline: Option<u64>,
+    p: &mut impl Park,
+    watching: &mut bool,
+) -> Slept {
     let start = p.now();
     p.beat();
     let mut spins = 0u32;
@@ -111,6 +147,14 @@ pub fn sleep(
         }
         if s == CANCELLED {
             return Slept::Cancelled;
+        }
+        // signal(7): "If a blocked call to one of the following interfaces
+        // is interrupted by a signal handler, then the call fails with the
+        // error EINTR, regardless of the use of SA_RESTART: ... semop(2),
+        // semtimedop(2), msgrcv(2), msgsnd(2)". Seen here after spinning,
+        // after the CAS below and after every futex return.
+        if p.noted() {
+            return Slept::Interrupted;
         }
         let now = p.now();
         if let Some(d) = deadline
@@ -127,6 +171,10 @@ pub fn sleep(
             core::hint::spin_loop();
             continue;
         }
+        if !*watching {
+            p.watch(state);
+            *watching = true;
+        }
         // Say we sleep; the waker then issues a FUTEX_WAKE. Relaxed: the
         // word itself is all the waker reads of it (its swap sees it).
         if s == QUEUED
@@ -135,6 +183,12 @@ pub fn sleep(
                 .is_err()
         {
             continue;
+        }
+        // A handler that ran before the CAS found the word QUEUED and left
+        // it: only the counter tells. One that runs from here on resets
+        // the word, and the FUTEX_WAIT below returns at once.
+        if p.noted() {
+            return Slept::Interrupted;
         }
         let slice = deadline.map_or(p.tick_ns(), |d| d.saturating_sub(now).min(p.tick_ns()));
         match p.wait(state, SLEEPING, slice.max(1)) {

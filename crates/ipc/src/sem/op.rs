@@ -443,6 +443,23 @@ impl Namespace {
         sops: &[sembuf],
         timeout: Option<&libc::timespec>,
     ) -> SysResult<i32> {
+        // The call starts: a signal handler noted from now on makes a
+        // sleep of this call fail with EINTR.
+        self.semtimedop_since(wait::Mark::now(), cred, semid, sops, timeout)
+    }
+
+    /// [`Namespace::semtimedop`] for a call that started at `mark` (the
+    /// C ABI takes it as the program's call enters, before its own work):
+    /// a signal handler noted since then makes its sleep fail with EINTR.
+    #[doc(hidden)]
+    pub fn semtimedop_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
         let a = self.arena();
         let lim = &a.header().limits;
         // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
@@ -463,7 +480,7 @@ impl Namespace {
         // timeout or the wait would have answered.
         let nowait = sops.iter().any(|o| o.sem_flg & abi::IPC_NOWAIT as i16 != 0);
         let _bound = crate::lock::bound_for(deadline, nowait);
-        self.semtimedop_bounded(cred, semid, sops, deadline)
+        self.semtimedop_bounded(cred, semid, sops, (deadline, mark))
             .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
     }
 
@@ -472,7 +489,7 @@ impl Namespace {
         cred: &Cred,
         semid: i32,
         sops: &[sembuf],
-        deadline: Option<u64>,
+        when: (Option<u64>, wait::Mark),
     ) -> SysResult<i32> {
         let a = self.arena();
         let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
@@ -495,7 +512,7 @@ impl Namespace {
             return Err(undo_first(a, &f, semid, undos, e));
         }
         loop {
-            match self.semtimedop_try(cred, &f, semid, sops, (max, undos, alter), deadline) {
+            match self.semtimedop_try(cred, &f, semid, sops, (max, undos, alter), when) {
                 // Taken off the queue by an execve of ours that failed:
                 // the call starts over (as it would have, never queued).
                 Err(e) if e == RESTART => continue,
@@ -513,7 +530,7 @@ impl Namespace {
         semid: i32,
         sops: &[sembuf],
         (max, undos, alter): (u16, bool, bool),
-        deadline: Option<u64>,
+        (deadline, mark): (Option<u64>, wait::Mark),
     ) -> SysResult<i32> {
         let a = self.arena();
         let s = f.slot;
@@ -564,7 +581,7 @@ impl Namespace {
         let mut tick = || {
             let _ = crate::proc::reap(a);
         };
-        let result = match wait::sleep(w, deadline, &mut tick) {
+        let result = match wait::sleep(w, deadline, mark, &mut tick) {
             Slept::Done(status) => status,
             gave_up => {
                 // Leave the queue, unless a waker finished us meanwhile

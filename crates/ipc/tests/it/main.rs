@@ -7,6 +7,7 @@ mod crash;
 mod diff;
 mod fuzz;
 mod handed;
+mod handlers;
 mod heap;
 mod hostile;
 mod hugetlb;

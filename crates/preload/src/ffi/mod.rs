@@ -1,6 +1,7 @@
 //! The exported C functions: the twelve System V IPC calls and `syscall`
 //! for their twelve numbers (here), the set*id family and capset
-//! (`ids.rs`); and the library's constructor and destructor.
+//! (`ids.rs`), the signal calls whose handlers are wrapped
+//! (`signals.rs`); and the library's constructor and destructor.
 //!
 //! Every IPC entry runs its Rust body under `catch_unwind`, so no panic
 //! crosses into C: a panic (a bug; none is expected) fails the call with
@@ -26,6 +27,7 @@ mod exec;
 mod ids;
 mod ns;
 mod open;
+mod signals;
 mod stdio;
 
 use crate::next;
@@ -219,6 +221,7 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_shmat => guard(|| shm::shmat(a as i32, b as usize, c as i32)),
         libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
         libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
+        libc::SYS_rt_sigaction => return signals::rt_sigaction(a, b as usize, c as usize, d),
         libc::SYS_unshare | libc::SYS_clone | libc::SYS_clone3 => {
             if let Some(r) = ns::syscall_ns(n, [a, b, c, d, e, f]) {
                 return r;

@@ -132,6 +132,35 @@ pub fn write(addr: usize, data: &[u8]) -> SysResult<()> {
     probe_copy(addr, data.as_ptr() as usize, data.len(), true)
 }
 
+/// [`read`] through the kernel only (its check, or its copy): no direct
+/// path, whose first look at a thread's stack asks the C library (which
+/// may allocate). Raw system calls and copies only, so a signal handler
+/// may call it (`syscall(SYS_rt_sigaction, ...)`, `ffi/signals.rs`).
+pub fn read_raw(addr: usize, out: &mut [u8]) -> SysResult<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    if probe::readable(addr, out.len()) {
+        // SAFETY: as in `read`: the kernel has just read every page.
+        unsafe { core::ptr::copy(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        return Ok(());
+    }
+    probe_copy(addr, out.as_mut_ptr() as usize, out.len(), false)
+}
+
+/// [`write`] through the kernel only, as [`read_raw`].
+pub fn write_raw(addr: usize, data: &[u8]) -> SysResult<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    if probe::writable(addr, data.len()) {
+        // SAFETY: as in `write`: the kernel has just written every page.
+        unsafe { core::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
+        return Ok(());
+    }
+    probe_copy(addr, data.as_ptr() as usize, data.len(), true)
+}
+
 /// Checks that the caller's `[addr, addr + len)` can be read (what a
 /// `copy_from_user` into a scratch buffer would find), reading it in
 /// pieces.

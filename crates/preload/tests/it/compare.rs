@@ -99,6 +99,17 @@ fn threads() {
     differential("threads", "threads", false);
 }
 
+/// Signal handlers: SIGUSR1 (SA_RESTART) 0 to 20 µs after a blocking
+/// semop or msgrcv starts, 30 trials each, is EINTR within 200 ms every
+/// time, as on the kernel; sigaction's oact (SA_RESETHAND's reset
+/// included, siginterrupt), signal(), bsd_signal, sysv_signal and
+/// sigset's return values, and the raw rt_sigaction read back exactly as
+/// the program set them, with the kernel's errors.
+#[test]
+fn signal_handlers() {
+    differential("signals", "signals", false);
+}
+
 /// Credentials as of each call: seteuid, setgroups, raw setresuid,
 /// setfsuid, setresuid for good, a child of nobody. Needs root. The
 /// namespace is made shared (mode 0666): a process that drops to another
