@@ -234,7 +234,14 @@ impl Mapping {
     /// it lies in: ENOMEM when one cannot grow.
     #[inline]
     fn ensure(&self, off: usize, end: usize) -> Result<(), Errno> {
-        // Acquire: pairs with the Release that published a growth.
+        // Acquire: pairs with the Release that published a growth. The
+        // first run starts at 0: a range below its end is mapped (almost
+        // every view, in normal mode the only run).
+        if let Some(first) = self.runs.first()
+            && end <= first.end.load(Acquire)
+        {
+            return Ok(());
+        }
         if end <= self.run_of(off).end.load(Acquire) || end == off {
             return Ok(());
         }

@@ -60,7 +60,6 @@ thread_local! {
 pub struct Inside {
     pub who: u64,
     entry: Option<&'static Entry>,
-    pub deadline: u64,
 }
 
 thread_local! {
@@ -111,62 +110,60 @@ impl Drop for CallDeadline {
     }
 }
 
-/// Before taking a lock: the calling thread's identity, its depth raised,
+/// Before taking a lock: the calling thread's identity (and the deadline
+/// the lock is waited for with: 0 for none), its depth raised,
 /// waiting first while the process is frozen by another thread (if it
-/// holds no lock).
+/// holds no lock). Only the outermost lock of a call carries the call's
+/// deadline: a lock taken inside one is part of an operation under way,
+/// which must not fail half done (it was decided under the outer lock).
 #[inline]
-pub fn enter() -> Inside {
+pub fn enter() -> (Inside, u64) {
     loop {
         let (who, entry) = os::me_entry();
-        match entry {
+        let (outermost, deadline) = match entry {
             Some(e) => {
                 let d = e.depth.load(Relaxed);
                 e.depth.store(d + 1, Relaxed);
-                if d == 0 {
+                if d != 0 {
+                    (false, 0)
+                } else {
                     // Orders the depth store before the FROZEN load here;
                     // the freezer's membarrier orders it on the cpu.
                     compiler_fence(SeqCst);
-                    if frozen_for_me() {
+                    if FROZEN.load(Relaxed) != 0 && frozen_for_me() {
                         e.depth.store(0, Release);
                         wait_thawed();
                         continue;
                     }
+                    (true, e.deadline.load(Relaxed))
                 }
             }
-            None => {
-                let d = DEPTH.try_with(Cell::get).unwrap_or(0);
-                let _ = DEPTH.try_with(|c| c.set(d + 1));
-                if d == 0 {
-                    watch_forks();
-                    UNTRACKED.fetch_add(1, SeqCst);
-                    if frozen_for_me() {
-                        let _ = DEPTH.try_with(|c| c.set(0));
-                        UNTRACKED.fetch_sub(1, SeqCst);
-                        wait_thawed();
-                        continue;
-                    }
-                }
-            }
-        }
-        // Only the outermost lock of a call waits with the call's
-        // deadline: a lock taken inside one is part of an operation under
-        // way, which must not fail half done (it was decided under the
-        // outer lock).
-        let outermost = match entry {
-            Some(e) => e.depth.load(Relaxed) == 1,
-            None => DEPTH.try_with(Cell::get).unwrap_or(0) == 1,
+            None => match enter_untracked() {
+                Some(d) => (d == 0, DEADLINE.try_with(Cell::get).unwrap_or(0)),
+                None => continue,
+            },
         };
-        let deadline = match entry {
-            _ if !outermost => 0,
-            Some(e) => e.deadline.load(Relaxed),
-            None => DEADLINE.try_with(Cell::get).unwrap_or(0),
-        };
-        return Inside {
-            who,
-            entry,
-            deadline,
-        };
+        return (Inside { who, entry }, if outermost { deadline } else { 0 });
     }
+}
+
+/// [`enter`] for a thread without an entry: its depth before, or None
+/// when it waited for a thaw (and must start again).
+#[cold]
+fn enter_untracked() -> Option<u32> {
+    let d = DEPTH.try_with(Cell::get).unwrap_or(0);
+    let _ = DEPTH.try_with(|c| c.set(d + 1));
+    if d == 0 {
+        watch_forks();
+        UNTRACKED.fetch_add(1, SeqCst);
+        if frozen_for_me() {
+            let _ = DEPTH.try_with(|c| c.set(0));
+            UNTRACKED.fetch_sub(1, SeqCst);
+            wait_thawed();
+            return None;
+        }
+    }
+    Some(d)
 }
 
 /// After releasing a lock taken with `inside`.

@@ -442,8 +442,8 @@ mod guard {
 
         #[inline]
         fn lock_with(&self, deadline: Option<u64>, bounded: bool) -> Result<Guard<'_>, Errno> {
-            let inside = gate::enter();
-            let deadline = match (deadline, if bounded { inside.deadline } else { 0 }) {
+            let (inside, call) = gate::enter();
+            let deadline = match (deadline, if bounded { call } else { 0 }) {
                 (d, 0) => d,
                 (None, c) => Some(c),
                 (Some(d), c) => Some(d.min(c)),
