@@ -21,3 +21,4 @@ mod shmat;
 mod sleepers;
 mod stress;
 mod support;
+mod targeted;
