@@ -109,10 +109,14 @@ pub(crate) fn map_segment(
         .map_len()
         .and_then(|l| usize::try_from(l).ok())
         .ok_or(Errno::ENOMEM)?;
-    // A huge page segment's pages past its file's end would fault with
-    // SIGBUS: a size its file does not have (a record no shmget wrote)
-    // names no segment ipcns can map.
-    if b.huge.is_some() && !file.stat().is_ok_and(|m| m.size >= len as u64) {
+    // Pages past the file's end would fault with SIGBUS when the caller
+    // touches them: a size its file does not have (a record no shmget
+    // wrote: its size, or a serial naming a smaller segment's file) names
+    // no segment ipcns can map. A huge page segment's file holds whole
+    // huge pages; another's holds the size (its last page may end past
+    // the file's end: a page the file reaches is read and written whole).
+    let need = if b.huge.is_some() { len as u64 } else { b.size };
+    if !file.stat().is_ok_and(|m| m.size >= need) {
         return Err(Errno::EIDRM);
     }
     let prot = libc::PROT_READ
