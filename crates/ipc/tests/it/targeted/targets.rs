@@ -524,6 +524,20 @@ pub fn all(cpus: u32) -> Vec<Vec<Case>> {
         8,
         &[("0", N(0)), ("i64::MIN", N(1 << 63))],
     );
+    // B3 is still queued when the victim searches for the lowest type.
+    field(
+        &mut t,
+        "B3.mtype (queued at msgrcv(<=2))",
+        B3,
+        BLK_MTYPE,
+        8,
+        &[
+            ("i64::MIN", N(1 << 63)),
+            ("0", N(0)),
+            ("-1", N(u64::MAX)),
+            ("i64::MAX", N(i64::MAX as u64)),
+        ],
+    );
     field(
         &mut t,
         "Q1.first",
