@@ -39,6 +39,7 @@
 use super::MSG_HEADER;
 use crate::arena::Arena;
 use crate::arena::bytes;
+use crate::chain::Chain;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::lock;
@@ -86,6 +87,19 @@ fn walk_limit(a: &Arena) -> u64 {
 /// than one queue can have).
 fn waiters_limit(a: &Arena) -> u64 {
     walk_limit(a).min(crate::chain::MAX_LINKS)
+}
+
+/// The link of the message block at `off`, if it is one.
+fn link(a: &Arena, off: u64) -> Option<u64> {
+    block(a, off).ok().map(|b| b.next())
+}
+
+/// The messages of a list from `first`, in order: bounded by the blocks
+/// the arena could hold, and cycle-proof (`chain.rs`: a list that loops
+/// back ends, broken, after about its tail and loop again, however large
+/// the arena's limit is). A link that is no block ends it, broken.
+pub(super) fn messages(a: &Arena, first: u64) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
+    Chain::bounded(first, move |off| link(a, off), walk_limit(a))
 }
 
 /// A message block in the heap, checked: aligned, header and text inside
@@ -262,29 +276,30 @@ pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> Sys
     Ok(())
 }
 
-/// Takes `b` off the list wherever it is (a repair). Idempotent.
+/// Takes `b` off the list wherever it is (a repair). Idempotent. A bad
+/// link or a cycle ends the search (the recount cuts them).
 fn ensure_unlinked(a: &Arena, s: &MsgSlot, b: u64) {
     let mut prev = 0u64;
-    let mut cur = s.first.load(Relaxed);
-    for _ in 0..walk_limit(a) {
-        if cur == 0 {
-            return;
-        }
-        let Ok(c) = block(a, cur) else {
-            return; // the recount cuts it
-        };
+    for cur in messages(a, s.first.load(Relaxed)) {
         if cur == b {
-            let _ = unlink_at(a, s, prev, &c);
+            if let Ok(c) = block(a, cur) {
+                let _ = unlink_at(a, s, prev, &c);
+            }
             return;
         }
         prev = cur;
-        cur = c.next();
     }
 }
 
-/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it at the
-/// first link that is not a block (or where a cycle begins).
+/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it where a
+/// cycle closes (what the list was as far as it was sound) and at the
+/// first link that is not a block.
 pub(super) fn recount(a: &Arena, s: &MsgSlot) {
+    if let Some(closing) = crate::chain::cut_point(s.first.load(Relaxed), |off| link(a, off))
+        && let Ok(c) = block(a, closing)
+    {
+        c.set_next(0);
+    }
     let (mut n, mut bytes, mut prev) = (0u64, 0u64, 0u64);
     let mut cur = s.first.load(Relaxed);
     let limit = walk_limit(a);
@@ -627,20 +642,21 @@ pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
         out.push("msg journal left open".to_string());
     }
     let (mut n, mut bytes, mut tail) = (0u64, 0u64, 0u64);
-    let mut cur = s.first.load(Relaxed);
-    while cur != 0 {
-        let Ok(c) = block(a, cur) else {
-            out.push(format!("message list links to {cur:#x}, no block"));
-            break;
-        };
+    let first = s.first.load(Relaxed);
+    let mut walk = messages(a, first);
+    for cur in walk.by_ref() {
         n += 1;
-        if n > walk_limit(a) {
-            out.push("message list loops".to_string());
-            break;
-        }
-        bytes += c.size();
+        bytes += block(a, cur).map_or(0, |c| c.size());
         tail = cur;
-        cur = c.next();
+    }
+    if walk.broken() {
+        out.push(match crate::chain::cut_point(first, |off| link(a, off)) {
+            Some(_) => "message list loops".to_string(),
+            None => {
+                let bad = if tail == 0 { first } else { link(a, tail).unwrap_or(0) };
+                format!("message list links to {bad:#x}, no block")
+            }
+        });
     }
     let facts = [
         ("qnum", s.qnum.load(Relaxed), n),
