@@ -98,7 +98,9 @@ fn find_msg<'a>(
         let b = queue::block(a, cur)?;
         if testmsg(b.mtype(), msgtyp, mode) {
             if mode == SEARCH_LESSEQUAL && b.mtype() != 1 {
-                msgtyp = b.mtype() - 1;
+                // Saturating: msgsnd stores types from 1 up, but a
+                // participant may have written i64::MIN.
+                msgtyp = b.mtype().saturating_sub(1);
                 found = Some((prev, b));
             } else if mode == SEARCH_NUMBER {
                 if msgtyp == count {
