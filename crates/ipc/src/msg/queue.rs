@@ -471,7 +471,10 @@ pub(super) enum Step {
 }
 
 /// Visits the records in order. A link that is not a record cuts the list
-/// there; the walk is bounded.
+/// there; the walk is bounded, and a list that loops back is cut where it
+/// closes (`chain.rs`), found in time proportional to its tail and loop
+/// (Brent's mark; a record that `f` moved to the tail and the walk meets
+/// again ends the walk too, as the walkers that move records stop there).
 pub(super) fn walk(
     a: &Arena,
     s: &MsgSlot,
@@ -479,8 +482,13 @@ pub(super) fn walk(
 ) -> SysResult<()> {
     let mut prev = 0u64;
     let mut cur = s.waiters.load(Relaxed);
+    let (mut mark, mut power, mut lam) = (0u64, 1u64, 0u64);
     for _ in 0..waiters_limit(a) {
         if cur == 0 {
+            return Ok(());
+        }
+        if cur == mark {
+            cut_cycle(a, s);
             return Ok(());
         }
         let Ok(w) = wait::at(a, cur) else {
@@ -496,9 +504,26 @@ pub(super) fn walk(
             Step::Gone => {}
             Step::Stop => return Ok(()),
         }
+        lam += 1;
+        if lam == power {
+            mark = cur;
+            power = power.saturating_mul(2);
+            lam = 0;
+        }
         cur = next;
     }
     Ok(())
+}
+
+/// Cuts the wait records' list where it loops back, if it does: what the
+/// list was as far as it was sound (every record stays on it).
+fn cut_cycle(a: &Arena, s: &MsgSlot) {
+    let next = |off: u64| wait::at(a, off).ok().map(|w| w.next.load(Relaxed));
+    if let Some(closing) = crate::chain::cut_point(s.waiters.load(Relaxed), next)
+        && let Ok(w) = wait::at(a, closing)
+    {
+        w.next.store(0, Relaxed);
+    }
 }
 
 fn on_list(a: &Arena, s: &MsgSlot, off: u64) -> bool {
