@@ -20,8 +20,8 @@
 //! past or before a caller's buffer), a panic, a slack byte before a
 //! buffer changed (underrun), a bounded call past its bound (a
 //! semtimedop's 10 ms timeout + 1.5 s, IPC_NOWAIT 1.5 s, the victim's lock
-//! limit + 1.5 s where a live participant keeps a lock; the time the
-//! victim's thread waited for a cpu is not counted), a sleeper not
+//! limit (100 ms) + 0.6 s where a live participant keeps a lock; the time
+//! the victim's thread waited for a cpu is not counted), a sleeper not
 //! ended by its timeout or its queue's removal, a victim still running
 //! after the deadline, or an abnormal exit. Errors are the expected
 //! answers: their errnos are counted per target.
