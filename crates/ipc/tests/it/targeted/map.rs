@@ -21,6 +21,12 @@ pub struct ArenaMap {
     len: usize,
 }
 
+// SAFETY: the mapping is shared memory reached only through atomics (the
+// words `word` lends), from any thread.
+unsafe impl Send for ArenaMap {}
+// SAFETY: as above.
+unsafe impl Sync for ArenaMap {}
+
 impl ArenaMap {
     pub fn open(path: &Path) -> std::io::Result<ArenaMap> {
         let f = std::fs::OpenOptions::new()

@@ -35,7 +35,8 @@
 //! many cases), IPCNS_TARGETED_JOBS (cases at once, default 2: a case
 //! mostly waits), IPCNS_TARGETED_SEED (the random values; fixed by
 //! default), IPCNS_TARGETED_CASE=N (only case N, as a failure names it),
-//! IPCNS_TARGETED_FILTER=TEXT (only targets whose name contains TEXT),
+//! IPCNS_TARGETED_FILTER=TEXT|TEXT... (only targets whose name contains
+//! one of them),
 //! IPCNS_TARGETED_MAX_FAILURES (distinct failures, default 30: the run
 //! stops there), IPCNS_TARGETED_TIMEOUT_MS (the victim's deadline,
 //! default 40000; a victim past it has its stacks taken with gdb, if
@@ -57,11 +58,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
-use targets::{Case, Idents, Known};
+use targets::{Case, Idents, Known, Race};
 
 /// The default seed ("ipcns_tg").
 const DEFAULT_SEED: u64 = 0x6970_636e_735f_7467;
@@ -192,7 +193,16 @@ fn case_at(n: usize, list: &[Case], groups: &[Vec<Case>], seed: u64) -> Case {
 
 /// Runs case `n` and adds what it found to `t`.
 fn run_case(n: usize, case: &Case, seed: u64, stranger: u64, timeout: Duration, t: &mut Tally) {
-    let label = format!("case {n} [{} = {}]", case.target, case.value);
+    let label = format!(
+        "case {n} [{} = {}{}]",
+        case.target,
+        case.value,
+        match case.race {
+            Race::Once => "",
+            Race::Repeat => ", again and again",
+            Race::Toggle => ", in turn with the old value",
+        }
+    );
     let started = Instant::now();
     let path = arena_path(n);
     let mut files = CaseFiles {
@@ -287,7 +297,22 @@ fn run_case(n: usize, case: &Case, seed: u64, stranger: u64, timeout: Duration, 
             format!("skipped: {why} (missing: {:?})", known.missing())
         }
     };
-    let status = wait_victim(victim, timeout);
+    // The stores again and again (or in turn with the old values) while
+    // the victim makes its calls, if the case races.
+    let stop = AtomicBool::new(false);
+    let (status, raced) = std::thread::scope(|sc| {
+        let racer = match (&writes, case.race) {
+            (Ok(w), race) if race != Race::Once => {
+                let (map, stop) = (&map, &stop);
+                Some(sc.spawn(move || race_writes(map, w, race, stop)))
+            }
+            _ => None,
+        };
+        let status = wait_victim(victim, timeout);
+        stop.store(true, Relaxed);
+        (status, racer.map_or(0, |r| r.join().unwrap_or(0)))
+    });
+    t.writes += raced;
     // What is left to read: the victim's end is closed now.
     let t0 = Instant::now();
     while let Ok(l) = lines.recv_timeout(Duration::from_secs(2).saturating_sub(t0.elapsed())) {
@@ -308,6 +333,27 @@ fn run_case(n: usize, case: &Case, seed: u64, stranger: u64, timeout: Duration, 
     t.cases += 1;
     judge(&label, case, &done, &status, &seen, timeout, t);
     t.durations.push((started.elapsed().as_secs_f64(), label));
+}
+
+/// Makes the stores `w` again every 200 µs (`Race::Repeat`), or the new
+/// and the old values in turn (`Race::Toggle`), until `stop`; how many.
+fn race_writes(map: &ArenaMap, w: &[targets::Done], race: Race, stop: &AtomicBool) -> u64 {
+    let mut n = 0;
+    let pause = || std::thread::sleep(Duration::from_micros(200));
+    while !stop.load(Relaxed) {
+        for d in w {
+            map.set(d.at, d.width, d.new);
+            n += 1;
+        }
+        pause();
+        if race == Race::Toggle {
+            for d in w {
+                map.set(d.at, d.width, d.old);
+            }
+            pause();
+        }
+    }
+    n
 }
 
 /// Waits for the victim at most `timeout`: its exit code (`-signal`), or
@@ -496,8 +542,15 @@ fn hostile_writes_to_live_objects_give_errors_never_crashes() {
     let cpus = ipcns_rseq::possible_cpus() as u32;
     let groups: Vec<Vec<Case>> = targets::all(cpus)
         .into_iter()
-        .filter(|g| g.first().is_some_and(|c| c.target.contains(&filter)))
+        .filter(|g| {
+            g.first()
+                .is_some_and(|c| filter.split('|').any(|f| c.target.contains(f)))
+        })
         .collect();
+    assert!(
+        !groups.is_empty(),
+        "no target matches IPCNS_TARGETED_FILTER={filter:?}"
+    );
     let targets_n = groups.len();
     let list = targets::interleave(groups.clone());
     let only = std::env::var("IPCNS_TARGETED_CASE")

@@ -98,6 +98,22 @@ pub struct Case {
     pub target: String,
     pub value: String,
     pub writes: Vec<Write>,
+    /// Whether the stores are made once, or again and again while the
+    /// victim makes its calls.
+    pub race: Race,
+}
+
+/// How the stores of a case meet the victim's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Race {
+    /// Once, before the victim's calls.
+    Once,
+    /// Again every 200 µs while the victim makes its calls (a repair or a
+    /// cut undone at once; a lock word stolen from whoever holds it).
+    Repeat,
+    /// The hostile value and the old one in turn, every 200 µs (a field
+    /// that changes between two reads of one call, or of two calls).
+    Toggle,
 }
 
 impl Case {
@@ -188,6 +204,7 @@ fn field(
                 target: target.to_string(),
                 value: d.to_string(),
                 writes: vec![w(obj, rel, width, *v)],
+                race: Race::Once,
             })
             .collect(),
     );
@@ -201,6 +218,7 @@ fn multi(out: &mut Vec<Vec<Case>>, target: &str, vals: Vec<(&str, Vec<Write>)>) 
                 target: target.to_string(),
                 value: d.to_string(),
                 writes,
+                race: Race::Once,
             })
             .collect(),
     );
@@ -1044,6 +1062,84 @@ pub fn all(cpus: u32) -> Vec<Vec<Case>> {
             ],
         );
     }
+    // ---- while the victim works ----
+    let mut racing = |target: &str, race: Race, vals: Vec<(&str, Vec<Write>)>| {
+        t.push(
+            vals.into_iter()
+                .map(|(d, writes)| Case {
+                    target: target.to_string(),
+                    value: d.to_string(),
+                    writes,
+                    race,
+                })
+                .collect(),
+        );
+    };
+    racing(
+        "lock words stolen (0, again and again)",
+        Race::Repeat,
+        vec![
+            ("S1.lock", vec![w(S1, LOCK, 8, N(0))]),
+            ("Q2.lock", vec![w(Q2, LOCK, 8, N(0))]),
+            ("heap lock", vec![w(Heap, LOCK, 8, N(0))]),
+            ("procs lock", vec![w(Procs, LOCK, 8, N(0))]),
+            ("sem registry lock", vec![w(SemReg, LOCK, 8, N(0))]),
+            ("M1.lock", vec![w(M1, LOCK, 8, N(0))]),
+        ],
+    );
+    racing(
+        "links made cycles again and again",
+        Race::Repeat,
+        vec![
+            ("W1.next = W1", vec![w(W1, W_NEXT, 8, At(W1, 0))]),
+            ("R1.next = R1", vec![w(R1, W_NEXT, 8, At(R1, 0))]),
+            ("B2.next = B1", vec![w(B2, BLK_NEXT, 8, At(B1, 0))]),
+            (
+                "E3.next_proc = E3",
+                vec![w(E3, UNDO_NEXT_PROC, 8, At(E3, 0))],
+            ),
+            ("A2.next = A2", vec![w(A2, AT_NEXT, 8, At(A2, 0))]),
+            ("P1.next_set = E1", vec![w(P1, UNDO_NEXT_SET, 8, At(E1, 0))]),
+        ],
+    );
+    racing(
+        "fields changing between reads (in turn with the old value)",
+        Race::Toggle,
+        vec![
+            ("S1.nsems = nsems+1", vec![w(S1, SEM_NSEMS, 4, N(n + 1))]),
+            (
+                "S1.base = S3's array",
+                vec![w(S1, SEM_BASE, 8, At(S3Array, 0))],
+            ),
+            ("S1.nsems = 0", vec![w(S1, SEM_NSEMS, 4, N(0))]),
+            ("Q1.qnum = u64::MAX", vec![w(Q1, MSG_QNUM, 8, N(u64::MAX))]),
+            (
+                "B3.size = u32::MAX",
+                vec![w(B3, BLK_SIZE, 4, N(u64::from(u32::MAX)))],
+            ),
+            (
+                "W1.nops = u32::MAX",
+                vec![w(W1, W_NOPS, 4, N(u64::from(u32::MAX)))],
+            ),
+            ("procs.cap = 1", vec![w(Procs, PROCS_CAP, 4, N(1))]),
+            ("M1.size = 1 (shrunk)", vec![w(M1, SHM_SIZE, 8, N(1))]),
+            (
+                "M1.size = a page past its file",
+                vec![w(M1, SHM_SIZE, 8, Was(M1, SHM_SIZE, 8, 4096))],
+            ),
+        ],
+    );
+    racing(
+        "the heap while the victim allocates",
+        Race::Repeat,
+        vec![
+            (
+                "free[64B] head = a live wait record (W1)",
+                vec![w(Heap, free_head(1), 8, At(W1, 0))],
+            ),
+            ("32B cache counts 16 (every cpu)", every_cpu(0, N(16))),
+        ],
+    );
     t
 }
 
@@ -1227,6 +1323,11 @@ pub struct Idents {
 /// A resolved store, for the record.
 pub struct Done {
     pub what: String,
+    /// Where, how wide, the value before and the value written.
+    pub at: u64,
+    pub width: u32,
+    pub old: u64,
+    pub new: u64,
 }
 
 /// Makes the stores of `case` (all resolved first: a case with an object
@@ -1277,6 +1378,10 @@ pub fn apply(
         }
         out.push(Done {
             what: format!("{:?}+{} @{at:#x}: {old:#x} -> {v:#x}", wr.obj, wr.rel),
+            at,
+            width: wr.width,
+            old,
+            new: v,
         });
     }
     Ok(out)
