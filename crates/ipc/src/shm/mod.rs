@@ -105,18 +105,24 @@ pub(crate) fn map_segment(
             },
         )?,
     };
-    let len = b
-        .map_len()
-        .and_then(|l| usize::try_from(l).ok())
-        .ok_or(Errno::ENOMEM)?;
     // Pages past the file's end would fault with SIGBUS when the caller
     // touches them: a size its file does not have (a record no shmget
     // wrote: its size, or a serial naming a smaller segment's file) names
     // no segment ipcns can map. A huge page segment's file holds whole
     // huge pages; another's holds the size (its last page may end past
-    // the file's end: a page the file reaches is read and written whole).
+    // the file's end: a page the file reaches is read and written whole),
+    // and all of it is mapped: the size a caller read before (IPC_STAT
+    // shows no more than the file holds) is never more than the mapping,
+    // even if a participant shrank the record since.
+    let on_file = file.stat().map_err(|_| Errno::EIDRM)?.size;
+    let len = match &b.huge {
+        Some(_) => b.map_len(),
+        None => on_file.checked_next_multiple_of(4096),
+    }
+    .and_then(|l| usize::try_from(l).ok())
+    .ok_or(Errno::ENOMEM)?;
     let need = if b.huge.is_some() { len as u64 } else { b.size };
-    if !file.stat().is_ok_and(|m| m.size >= need) {
+    if on_file < need {
         return Err(Errno::EIDRM);
     }
     let prot = libc::PROT_READ
@@ -146,6 +152,20 @@ pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
         Ok(None) => fs::lstat(&segment_path(a, serial)).map_or(0, |m| m.blocks.saturating_mul(512)),
         Err(_) => 0,
+    }
+}
+
+/// The size IPC_STAT shows: the record's, but for a segment whose pages
+/// are a file of its own, never more than the file holds. A caller sizes
+/// its use of an attachment by it; shmat maps the whole file, so the
+/// size shown before or after an attach never takes the caller past its
+/// mapping, whatever a participant writes in the record (the kernel's
+/// `shm_segsz` never changes). Object lock held.
+fn shown_size(a: &Arena, s: &ShmSlot) -> u64 {
+    let size = s.size.load(Relaxed);
+    match Huge::of(s) {
+        Ok(None) => fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size)),
+        _ => size,
     }
 }
 
@@ -358,7 +378,7 @@ impl Namespace {
                     cmd == abi::SHM_STAT_ANY,
                 )?;
                 out.shm_perm = ctl::perm_out(cred, &s.head);
-                out.shm_segsz = s.size.load(Relaxed);
+                out.shm_segsz = shown_size(a, s);
                 out.shm_atime = s.atime.load(Relaxed);
                 out.shm_dtime = s.dtime.load(Relaxed);
                 out.shm_ctime = s.head.ctime.load(Relaxed);
