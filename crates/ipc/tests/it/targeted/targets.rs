@@ -1062,6 +1062,49 @@ pub fn all(cpus: u32) -> Vec<Vec<Case>> {
             ],
         );
     }
+    // ---- counts with the heap's top moved to the arena's end, so that
+    // the checks against the handed-out part pass for any count the heap
+    // could hold: what the victim then allocates in proportion ----
+    let top_at_end = || w(Heap, HEAP_TOP, 8, Was(Abs, 16, 8, 0));
+    let heap_start = Was(Abs, 24, 8, 0);
+    multi(
+        &mut t,
+        "counts with the heap's top at the arena's end",
+        vec![
+            (
+                "W1: nops 1<<27 (1 GiB of operations), ops at the heap's start",
+                vec![
+                    top_at_end(),
+                    w(W1, W_NOPS, 4, N(1 << 27)),
+                    w(W1, W_OPS, 8, heap_start),
+                ],
+            ),
+            (
+                "S1: nsems 1<<29 (4 GiB of semaphores), base at the heap's start",
+                vec![
+                    top_at_end(),
+                    w(S1, SEM_NSEMS, 4, N(1 << 29)),
+                    w(S1, SEM_BASE, 8, heap_start),
+                ],
+            ),
+            (
+                "E1: nsems 1<<30",
+                vec![top_at_end(), w(E1, UNDO_NSEMS, 4, N(1 << 30))],
+            ),
+            (
+                "procs: cap 1<<20, table at the heap's start",
+                vec![
+                    top_at_end(),
+                    w(Procs, PROCS_CAP, 4, N(1 << 20)),
+                    w(Procs, PROCS_TABLE, 8, heap_start),
+                ],
+            ),
+            (
+                "B3: size u32::MAX",
+                vec![top_at_end(), w(B3, BLK_SIZE, 4, N(u64::from(u32::MAX)))],
+            ),
+        ],
+    );
     // ---- while the victim works ----
     let mut racing = |target: &str, race: Race, vals: Vec<(&str, Vec<Write>)>| {
         t.push(
