@@ -1088,8 +1088,8 @@ pub fn all(cpus: u32) -> Vec<Vec<Case>> {
                 ],
             ),
             (
-                "E1: nsems 1<<30",
-                vec![top_at_end(), w(E1, UNDO_NSEMS, 4, N(1 << 30))],
+                "E1: nsems 1<<27",
+                vec![top_at_end(), w(E1, UNDO_NSEMS, 4, N(1 << 27))],
             ),
             (
                 "procs: cap 1<<20, table at the heap's start",
