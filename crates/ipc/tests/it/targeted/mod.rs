@@ -23,7 +23,9 @@
 //! limit (100 ms) + 0.6 s where a live participant keeps a lock; the time
 //! the victim's thread waited for a cpu is not counted), a sleeper not
 //! ended by its timeout or its queue's removal, a victim still running
-//! after the deadline, or an abnormal exit. Errors are the expected
+//! after the deadline, an abnormal exit, or, in a case whose stores only
+//! make lists loop back on themselves, a heap the library left unsound
+//! (a block freed twice: `Namespace::problems` after the victim's exit). Errors are the expected
 //! answers: their errnos are counted per target.
 //!
 //! Cases run in round-robin order over the targets (each target's first
@@ -79,6 +81,8 @@ struct Tally {
     overlong: u64,
     hangs: u64,
     panics: u64,
+    /// Cases whose stores left the heap sound and the library broke it.
+    heap_broken: u64,
     calls: u64,
     unended: u64,
     /// Per target: errno (or "ok") -> calls.
@@ -106,6 +110,7 @@ impl Tally {
         self.overlong += o.overlong;
         self.hangs += o.hangs;
         self.panics += o.panics;
+        self.heap_broken += o.heap_broken;
         self.calls += o.calls;
         self.unended += o.unended;
         for (target, e) in o.errnos {
@@ -490,6 +495,13 @@ fn judge(
                 problems.push(l.clone());
             }
             ["end"] => ended = true,
+            ["heap-audit", "ok"] => {}
+            ["heap-audit", ..] => {
+                if case.heap_kept() {
+                    t.heap_broken += 1;
+                    problems.push(format!("the heap broken by the library: {}", &l[11..]));
+                }
+            }
             ["rlimit", _] | ["refused", ..] | ["setup-failed", ..] => {}
             _ => other.push(l.clone()),
         }
@@ -589,7 +601,8 @@ fn hostile_writes_to_live_objects_give_errors_never_crashes() {
         out,
         "targeted: {} cases run ({} listed over {targets_n} targets; {} skipped, an object missing), \
          {} hostile writes, {} victims, {} calls; faults {} ({} fatal signals, {} panics), \
-         overruns {}, overlong waits {} ({} hangs); {} sleepers left waiting where allowed; \
+         overruns {}, overlong waits {} ({} hangs), heaps broken {}; {} sleepers left waiting \
+         where allowed; \
          {jobs} jobs, seed {seed:#x}, {:.1} s",
         t.cases,
         list.len(),
@@ -603,6 +616,7 @@ fn hostile_writes_to_live_objects_give_errors_never_crashes() {
         t.overruns,
         t.overlong,
         t.hangs,
+        t.heap_broken,
         t.unended,
         start.elapsed().as_secs_f64()
     );

@@ -117,6 +117,26 @@ pub enum Race {
 }
 
 impl Case {
+    /// Every store makes a list loop back on itself (a link to a node of
+    /// the same list), once: the library cuts such a list, so the heap
+    /// must come out of the case sound (nothing freed twice) whatever the
+    /// victim did. Not a message list's longer loops: msgrcv takes
+    /// messages from the head without walking the list (a walk per call
+    /// would cost its length), so a loop closing behind the head is found
+    /// only by the next walk, by which time a block taken may be linked
+    /// still; a message linked to itself must be cut when it is taken.
+    pub fn heap_kept(&self) -> bool {
+        self.race == Race::Once
+            && self.writes.iter().all(|w| match w.val {
+                Val::At(o, 0) => {
+                    let f = family(w.obj, w.rel);
+                    f.is_some_and(|f| Some(f) == family(o, w.rel))
+                        && (f != Some(MESSAGES) || o == w.obj)
+                }
+                _ => false,
+            })
+    }
+
     /// A live participant keeps a lock forever: the victim's untimed calls
     /// run with a lock limit.
     pub fn held(&self) -> bool {
@@ -179,6 +199,25 @@ const STACK_ITEMS: u64 = 8;
 const PROCS_AFTER_HEAP: u64 = 256;
 /// The bytes of a process record (proc.rs).
 const PROC_BYTES: u64 = 64;
+
+/// [`family`] of a queue's messages.
+const MESSAGES: u8 = 4;
+
+/// The list a link field (`obj + rel`) belongs to, if it is one: its
+/// nodes' links are the same field.
+fn family(obj: Obj, rel: u64) -> Option<u8> {
+    use Obj::*;
+    Some(match (obj, rel) {
+        (E1 | E2 | E3, UNDO_NEXT_PROC) => 1,
+        (E1 | P1, UNDO_NEXT_SET) => 2,
+        (W1 | W2, W_NEXT) => 3,
+        (B1 | B2 | B3, BLK_NEXT) => MESSAGES,
+        (R1 | R2, W_NEXT) => 5,
+        (Rs, W_NEXT) => 6,
+        (A1 | A2, AT_NEXT) => 7,
+        _ => return None,
+    })
+}
 
 fn w(obj: Obj, rel: u64, width: u32, val: Val) -> Write {
     Write {

@@ -17,7 +17,8 @@
 //! Protocol lines to the parent: `ready`, `call`, `done`, `sleeper NAME
 //! RESULT MICROS LIMIT_MICROS RUNQ_MICROS`, `stuck NAME WHY`, `unended
 //! NAME WHY` (a sleeper left waiting where that is allowed), `underrun
-//! NAME`, `rlimit BYTES`, `end`; a fault or a panic writes its own line.
+//! NAME`, `rlimit BYTES`, `heap-audit ok|PROBLEM` (after the exit), `end`;
+//! a fault or a panic writes its own line.
 //!
 //! # Safety
 //! `touch` writes the pages of an attachment that `shmat` has just
@@ -380,6 +381,11 @@ pub fn victim(path: &Path, built: &Built, held: bool, sock: UnixStream) -> i32 {
     let _ = rec.call("exit_ending", B::Within(Duration::from_secs(3)), || {
         ns.exit_ending()
     });
+    // The heap after it all (judged where the case's stores left it
+    // sound: the library must not have freed anything twice).
+    let heap = rec.call("heap-audit", B::Free, || Ok(ns.problems().1));
+    let bad = heap.iter().flatten().find(|p| p.starts_with("heap: "));
+    sink.line(&format!("heap-audit {}", bad.map_or("ok", |p| p.as_str())));
     sink.line("end");
     0
 }
