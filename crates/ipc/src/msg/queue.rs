@@ -262,15 +262,21 @@ pub(super) fn link_tail(a: &Arena, s: &MsgSlot, b: u64) -> SysResult<()> {
     Ok(())
 }
 
-/// Unlinks `b`, whose predecessor is `prev` (0: `b` is first).
+/// Unlinks `b`, whose predecessor is `prev` (0: `b` is first). A message
+/// linked to itself ends the list (it is taken, then recycled: a list
+/// still naming it would hand its block out twice), and whatever ends the
+/// list makes `prev` its last.
 pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> SysResult<()> {
-    let next = b.next();
+    let next = match b.next() {
+        n if n == b.off => 0,
+        n => n,
+    };
     if prev == 0 {
         s.first.store(next, Relaxed);
     } else {
         block(a, prev)?.set_next(next);
     }
-    if s.last.load(Relaxed) == b.off {
+    if next == 0 || s.last.load(Relaxed) == b.off {
         s.last.store(prev, Relaxed);
     }
     Ok(())
