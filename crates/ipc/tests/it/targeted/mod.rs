@@ -8,7 +8,7 @@
 //! attaches both segments and leaves sleepers on a set and two queues,
 //! then says it is ready. The test process, the hostile participant,
 //! follows the links in its own mapping of the file to the live objects
-//! (targets.rs `Known`), makes the case's stores (targets.rs: every field
+//! (known.rs), makes the case's stores (targets.rs: every field
 //! the threat model names, each with its values: 0, 1, extremes, itself,
 //! two-entry cycles, garbage, another object, a live thread's identity in
 //! a lock word), and lets the victim go on: every call on the corrupted
@@ -48,6 +48,7 @@
 mod build;
 mod guard;
 mod ident;
+mod known;
 mod map;
 mod targets;
 mod victim;
@@ -55,6 +56,7 @@ mod victim;
 use crate::corrupt::{Rng, case_rng, env_u64};
 use crate::support;
 use ident::{Stranger, TID_MASK};
+use known::{Idents, Known};
 use map::ArenaMap;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -64,7 +66,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
-use targets::{Case, Idents, Known, Race};
+use targets::{Case, Race};
 
 /// The default seed ("ipcns_tg").
 const DEFAULT_SEED: u64 = 0x6970_636e_735f_7467;
@@ -287,7 +289,7 @@ fn run_case(n: usize, case: &Case, seed: u64, stranger: u64, timeout: Duration, 
         participant,
     };
     let mut rng: Rng = case_rng(seed, n as u64);
-    let writes = targets::apply(case, &known, &map, &ids, &mut rng);
+    let writes = known::apply(case, &known, &map, &ids, &mut rng);
     let _ = (&mine_v).write_all(b"go\n");
     let done = match &writes {
         Ok(w) => {
@@ -342,7 +344,7 @@ fn run_case(n: usize, case: &Case, seed: u64, stranger: u64, timeout: Duration, 
 
 /// Makes the stores `w` again every 200 µs (`Race::Repeat`), or the new
 /// and the old values in turn (`Race::Toggle`), until `stop`; how many.
-fn race_writes(map: &ArenaMap, w: &[targets::Done], race: Race, stop: &AtomicBool) -> u64 {
+fn race_writes(map: &ArenaMap, w: &[known::Done], race: Race, stop: &AtomicBool) -> u64 {
     let mut n = 0;
     let pause = || std::thread::sleep(Duration::from_micros(200));
     while !stop.load(Relaxed) {
