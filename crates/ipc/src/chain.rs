@@ -20,13 +20,14 @@ pub const MAX_LINKS: u64 = 1 << 20;
 
 /// The nodes of a list from `head`, each node's link read by `next`
 /// (`Some(0)` at the end of the list; `None` when the offset is no valid
-/// node, which ends the list before it). Yields no node
-/// twice in a row of `MAX_LINKS`; after a cycle is detected it yields no
+/// node, which ends the list before it). Yields no node twice in a row
+/// of `MAX_LINKS` (or its limit); after a cycle is detected it yields no
 /// more (a node may have been yielded twice before that: at most the
 /// loop's length again), and [`Chain::broken`] says so.
 pub struct Chain<F> {
     cur: u64,
     next: F,
+    limit: u64,
     steps: u64,
     mark: u64,
     power: u64,
@@ -36,9 +37,17 @@ pub struct Chain<F> {
 
 impl<F: FnMut(u64) -> Option<u64>> Chain<F> {
     pub fn new(head: u64, next: F) -> Chain<F> {
+        Chain::bounded(head, next, MAX_LINKS)
+    }
+
+    /// As [`Chain::new`], at most `limit` links instead of
+    /// [`MAX_LINKS`] (a list whose nodes are bounded otherwise: a queue's
+    /// messages, by the heap's blocks).
+    pub fn bounded(head: u64, next: F, limit: u64) -> Chain<F> {
         Chain {
             cur: head,
             next,
+            limit,
             steps: 0,
             mark: 0,
             power: 1,
@@ -60,7 +69,7 @@ impl<F: FnMut(u64) -> Option<u64>> Iterator for Chain<F> {
         if self.cur == 0 || self.broken {
             return None;
         }
-        if self.steps >= MAX_LINKS || (self.steps > 0 && self.cur == self.mark) {
+        if self.steps >= self.limit || (self.steps > 0 && self.cur == self.mark) {
             self.broken = true;
             return None;
         }
@@ -164,6 +173,17 @@ mod tests {
             assert!(n <= 3 * links.len(), "{links:?}: {n} nodes");
             assert_eq!(cut_point(head, list(&links)), Some(closing), "{links:?}");
         }
+    }
+
+    #[test]
+    fn a_bounded_walk_ends_at_its_limit() {
+        let l = [(8, 16), (16, 24), (24, 0)];
+        let mut c = Chain::bounded(8, list(&l), 2);
+        assert_eq!(c.by_ref().collect::<Vec<_>>(), vec![8, 16]);
+        assert!(c.broken());
+        let mut c = Chain::bounded(8, list(&l), 3);
+        assert_eq!(c.by_ref().count(), 3);
+        assert!(!c.broken());
     }
 
     #[test]

@@ -610,6 +610,10 @@ pub fn finish(a: &Arena, idx: u32, pid: i32, start: Option<u64>, what: Finish) -
 /// Applies and frees each undo entry of claimed record `idx`.
 fn apply_undos(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
     use crate::sem::undo;
+    {
+        let _g = lock(a)?;
+        undo::cut_proc_cycle(a, claimed(a, idx, ok)?);
+    }
     for _ in 0..crate::chain::MAX_LINKS {
         let first = {
             let _g = lock(a)?;
@@ -642,6 +646,10 @@ fn apply_undos(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Re
 /// Drops each attachment of claimed record `idx` (`exit_shm`: the
 /// mappings go with the address space).
 fn drop_attachments(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+    {
+        let _g = lock(a)?;
+        crate::shm::attach::cut_cycle(a, claimed(a, idx, ok)?);
+    }
     for _ in 0..crate::chain::MAX_LINKS {
         {
             let _g = lock(a)?;

@@ -36,6 +36,7 @@
 #![allow(unsafe_code)]
 
 use super::os::{self, ids::Entry};
+use super::{NOWAIT_LOCK_NS, NOWAIT_MARK};
 use crate::errno::Errno;
 use crate::sys;
 use core::cell::Cell;
@@ -79,10 +80,17 @@ pub fn call_deadline(deadline: u64) -> CallDeadline {
         Some(e) => e.deadline.load(Relaxed),
         None => DEADLINE.try_with(Cell::get).unwrap_or(0),
     };
-    let d = if prev != 0 {
-        prev.min(deadline)
-    } else {
-        deadline
+    let d = match (prev, deadline) {
+        (0, d) | (d, 0) => d,
+        // NOWAIT_MARK is no instant ("NOWAIT_LOCK_NS after the wait
+        // starts") and the smallest number: beside a real deadline it is
+        // taken as the instant it stands for from now, or it would replace
+        // a stricter limit in force (with_lock_limit around an IPC_NOWAIT
+        // call waited 1 s, not the limit).
+        (NOWAIT_MARK, d) | (d, NOWAIT_MARK) if d != NOWAIT_MARK => {
+            d.min(os::monotonic_ns().saturating_add(NOWAIT_LOCK_NS))
+        }
+        (p, d) => p.min(d),
     };
     match entry {
         Some(e) => e.deadline.store(d, Relaxed),

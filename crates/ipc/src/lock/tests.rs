@@ -359,3 +359,39 @@ fn an_identity_of_a_thread_that_exited_raw_is_not_inherited() {
     on_pthread(raw_exit, core::ptr::null_mut());
     next_thread_is_itself("raw exit");
 }
+
+#[test]
+fn an_ipc_nowait_bound_keeps_a_stricter_limit_in_force() {
+    use super::gate;
+    use super::{NOWAIT_LOCK_NS, NOWAIT_MARK, monotonic_ns};
+    let deadline = || {
+        let inside = gate::enter();
+        gate::leave(&inside);
+        inside.deadline
+    };
+    // with_lock_limit around an IPC_NOWAIT call: the limit stays.
+    let limit = monotonic_ns() + 50_000_000;
+    {
+        let _outer = gate::call_deadline(limit);
+        let _inner = gate::call_deadline(NOWAIT_MARK);
+        assert_eq!(deadline(), limit);
+    }
+    // A later limit around it: the IPC_NOWAIT bound, from now.
+    let late = monotonic_ns() + 10 * NOWAIT_LOCK_NS;
+    {
+        let _outer = gate::call_deadline(late);
+        let before = monotonic_ns();
+        let _inner = gate::call_deadline(NOWAIT_MARK);
+        let d = deadline();
+        assert!(
+            d >= before + NOWAIT_LOCK_NS && d < late,
+            "{d} {before} {late}"
+        );
+    }
+    // Alone, the mark stays a mark (no clock read on the way).
+    {
+        let _only = gate::call_deadline(NOWAIT_MARK);
+        assert_eq!(deadline(), NOWAIT_MARK);
+    }
+    assert_eq!(deadline(), 0);
+}

@@ -39,6 +39,7 @@
 use super::MSG_HEADER;
 use crate::arena::Arena;
 use crate::arena::bytes;
+use crate::chain::Chain;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::lock;
@@ -86,6 +87,19 @@ fn walk_limit(a: &Arena) -> u64 {
 /// than one queue can have).
 fn waiters_limit(a: &Arena) -> u64 {
     walk_limit(a).min(crate::chain::MAX_LINKS)
+}
+
+/// The link of the message block at `off`, if it is one.
+fn link(a: &Arena, off: u64) -> Option<u64> {
+    block(a, off).ok().map(|b| b.next())
+}
+
+/// The messages of a list from `first`, in order: bounded by the blocks
+/// the arena could hold, and cycle-proof (`chain.rs`: a list that loops
+/// back ends, broken, after about its tail and loop again, however large
+/// the arena's limit is). A link that is no block ends it, broken.
+pub(super) fn messages(a: &Arena, first: u64) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
+    Chain::bounded(first, move |off| link(a, off), walk_limit(a))
 }
 
 /// A message block in the heap, checked: aligned, header and text inside
@@ -248,43 +262,50 @@ pub(super) fn link_tail(a: &Arena, s: &MsgSlot, b: u64) -> SysResult<()> {
     Ok(())
 }
 
-/// Unlinks `b`, whose predecessor is `prev` (0: `b` is first).
+/// Unlinks `b`, whose predecessor is `prev` (0: `b` is first). A message
+/// linked to itself ends the list (it is taken, then recycled: a list
+/// still naming it would hand its block out twice), and whatever ends the
+/// list makes `prev` its last.
 pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> SysResult<()> {
-    let next = b.next();
+    let next = match b.next() {
+        n if n == b.off => 0,
+        n => n,
+    };
     if prev == 0 {
         s.first.store(next, Relaxed);
     } else {
         block(a, prev)?.set_next(next);
     }
-    if s.last.load(Relaxed) == b.off {
+    if next == 0 || s.last.load(Relaxed) == b.off {
         s.last.store(prev, Relaxed);
     }
     Ok(())
 }
 
-/// Takes `b` off the list wherever it is (a repair). Idempotent.
+/// Takes `b` off the list wherever it is (a repair). Idempotent. A bad
+/// link or a cycle ends the search (the recount cuts them).
 fn ensure_unlinked(a: &Arena, s: &MsgSlot, b: u64) {
     let mut prev = 0u64;
-    let mut cur = s.first.load(Relaxed);
-    for _ in 0..walk_limit(a) {
-        if cur == 0 {
-            return;
-        }
-        let Ok(c) = block(a, cur) else {
-            return; // the recount cuts it
-        };
+    for cur in messages(a, s.first.load(Relaxed)) {
         if cur == b {
-            let _ = unlink_at(a, s, prev, &c);
+            if let Ok(c) = block(a, cur) {
+                let _ = unlink_at(a, s, prev, &c);
+            }
             return;
         }
         prev = cur;
-        cur = c.next();
     }
 }
 
-/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it at the
-/// first link that is not a block (or where a cycle begins).
+/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it where a
+/// cycle closes (what the list was as far as it was sound) and at the
+/// first link that is not a block.
 pub(super) fn recount(a: &Arena, s: &MsgSlot) {
+    if let Some(closing) = crate::chain::cut_point(s.first.load(Relaxed), |off| link(a, off))
+        && let Ok(c) = block(a, closing)
+    {
+        c.set_next(0);
+    }
     let (mut n, mut bytes, mut prev) = (0u64, 0u64, 0u64);
     let mut cur = s.first.load(Relaxed);
     let limit = walk_limit(a);
@@ -456,7 +477,10 @@ pub(super) enum Step {
 }
 
 /// Visits the records in order. A link that is not a record cuts the list
-/// there; the walk is bounded.
+/// there; the walk is bounded, and a list that loops back is cut where it
+/// closes (`chain.rs`), found in time proportional to its tail and loop
+/// (Brent's mark; a record that `f` moved to the tail and the walk meets
+/// again ends the walk too, as the walkers that move records stop there).
 pub(super) fn walk(
     a: &Arena,
     s: &MsgSlot,
@@ -464,8 +488,13 @@ pub(super) fn walk(
 ) -> SysResult<()> {
     let mut prev = 0u64;
     let mut cur = s.waiters.load(Relaxed);
+    let (mut mark, mut power, mut lam) = (0u64, 1u64, 0u64);
     for _ in 0..waiters_limit(a) {
         if cur == 0 {
+            return Ok(());
+        }
+        if cur == mark {
+            cut_cycle(a, s);
             return Ok(());
         }
         let Ok(w) = wait::at(a, cur) else {
@@ -481,9 +510,26 @@ pub(super) fn walk(
             Step::Gone => {}
             Step::Stop => return Ok(()),
         }
+        lam += 1;
+        if lam == power {
+            mark = cur;
+            power = power.saturating_mul(2);
+            lam = 0;
+        }
         cur = next;
     }
     Ok(())
+}
+
+/// Cuts the wait records' list where it loops back, if it does: what the
+/// list was as far as it was sound (every record stays on it).
+fn cut_cycle(a: &Arena, s: &MsgSlot) {
+    let next = |off: u64| wait::at(a, off).ok().map(|w| w.next.load(Relaxed));
+    if let Some(closing) = crate::chain::cut_point(s.waiters.load(Relaxed), next)
+        && let Ok(w) = wait::at(a, closing)
+    {
+        w.next.store(0, Relaxed);
+    }
 }
 
 fn on_list(a: &Arena, s: &MsgSlot, off: u64) -> bool {
@@ -628,20 +674,21 @@ pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
         out.push("msg journal left open".to_string());
     }
     let (mut n, mut bytes, mut tail) = (0u64, 0u64, 0u64);
-    let mut cur = s.first.load(Relaxed);
-    while cur != 0 {
-        let Ok(c) = block(a, cur) else {
-            out.push(format!("message list links to {cur:#x}, no block"));
-            break;
-        };
+    let first = s.first.load(Relaxed);
+    let mut walk = messages(a, first);
+    for cur in walk.by_ref() {
         n += 1;
-        if n > walk_limit(a) {
-            out.push("message list loops".to_string());
-            break;
-        }
-        bytes += c.size();
+        bytes += block(a, cur).map_or(0, |c| c.size());
         tail = cur;
-        cur = c.next();
+    }
+    if walk.broken() {
+        out.push(match crate::chain::cut_point(first, |off| link(a, off)) {
+            Some(_) => "message list loops".to_string(),
+            None => {
+                let bad = if tail == 0 { first } else { link(a, tail).unwrap_or(0) };
+                format!("message list links to {bad:#x}, no block")
+            }
+        });
     }
     let facts = [
         ("qnum", s.qnum.load(Relaxed), n),

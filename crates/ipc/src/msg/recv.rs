@@ -82,15 +82,25 @@ fn find_msg<'a>(
     let mut found = None;
     let mut count = 0i64;
     let (mut prev, mut cur) = (0u64, s.first.load(Relaxed));
-    // Bounded: no more messages than the heap holds blocks.
+    // Bounded (no more messages than the heap holds blocks) and
+    // cycle-proof: a list that loops back is corrupt, found in time
+    // proportional to its tail and loop by Brent's mark (as `chain.rs`
+    // finds it, without reading a block twice), not after the arena's
+    // size in steps (2^27 for a 4 GiB heap), all under the queue's lock.
+    let (mut mark, mut power, mut lam) = (0u64, 1u64, 0u64);
     for _ in 0..a.layout().size / 32 {
         if cur == 0 {
             return Ok(found);
         }
+        if cur == mark {
+            return Err(Errno::EUCLEAN);
+        }
         let b = queue::block(a, cur)?;
         if testmsg(b.mtype(), msgtyp, mode) {
             if mode == SEARCH_LESSEQUAL && b.mtype() != 1 {
-                msgtyp = b.mtype() - 1;
+                // Saturating: msgsnd stores types from 1 up, but a
+                // participant may have written i64::MIN.
+                msgtyp = b.mtype().saturating_sub(1);
                 found = Some((prev, b));
             } else if mode == SEARCH_NUMBER {
                 if msgtyp == count {
@@ -100,6 +110,12 @@ fn find_msg<'a>(
                 return Ok(Some((prev, b)));
             }
             count += 1;
+        }
+        lam += 1;
+        if lam == power {
+            mark = cur;
+            power = power.saturating_mul(2);
+            lam = 0;
         }
         prev = cur;
         cur = b.next();

@@ -156,8 +156,10 @@ fn put(a: &Arena, s: &MsgSlot, pid: i32, mtype: i64, text: &[u8]) -> SysResult<(
     let (cb, qn) = (s.cbytes.load(Relaxed), s.qnum.load(Relaxed));
     s.journal.store(b.off | queue::OP_SEND, Release);
     queue::link_tail(a, s, b.off)?;
-    s.cbytes.store(cb + size, Relaxed);
-    s.qnum.store(qn + 1, Relaxed);
+    // Saturating: both counts come from the arena, and `fits` lets any
+    // count through when a participant made `qbytes` u64::MAX.
+    s.cbytes.store(cb.saturating_add(size), Relaxed);
+    s.qnum.store(qn.saturating_add(1), Relaxed);
     s.lspid.store(pid, Relaxed);
     s.stime.store(now(), Relaxed);
     s.journal.store(0, Release);

@@ -72,12 +72,18 @@ impl Scratch {
         }
     }
 
-    fn for_ops(&mut self, n: usize) -> &mut [Touch] {
+    /// Room for `n` operations; ENOMEM when it cannot be had (a sleeper's
+    /// count comes from the arena: a failed allocation must be an errno,
+    /// never an abort).
+    fn for_ops(&mut self, n: usize) -> SysResult<&mut [Touch]> {
         if n <= self.stack.len() {
-            &mut self.stack[..]
+            Ok(&mut self.stack[..])
         } else {
+            self.heap
+                .try_reserve_exact(n.saturating_sub(self.heap.len()))
+                .map_err(|_| Errno::ENOMEM)?;
             self.heap.resize(n, (0, 0, 0));
-            &mut self.heap[..]
+            Ok(&mut self.heap[..])
         }
     }
 }
@@ -217,17 +223,19 @@ fn saved_ops(a: &Arena, w: &Waiter) -> SysResult<Vec<sembuf>> {
         return Err(Errno::EUCLEAN);
     }
     let words: &[AtomicU64] = a.view_slice(off, n as usize)?;
-    Ok(words
-        .iter()
-        .map(|w| {
-            let v = w.load(Relaxed);
-            sembuf {
-                sem_num: v as u16,
-                sem_op: (v >> 16) as u16 as i16,
-                sem_flg: (v >> 32) as u16 as i16,
-            }
-        })
-        .collect())
+    // Sized by the arena: an allocation that fails is ENOMEM, never an
+    // abort.
+    let mut out = Vec::new();
+    out.try_reserve_exact(words.len()).map_err(|_| Errno::ENOMEM)?;
+    out.extend(words.iter().map(|w| {
+        let v = w.load(Relaxed);
+        sembuf {
+            sem_num: v as u16,
+            sem_op: (v >> 16) as u16 as i16,
+            sem_flg: (v >> 32) as u16 as i16,
+        }
+    }));
+    Ok(out)
 }
 
 /// One sleeper tried again: completed, failed (both end its wait), or
@@ -240,13 +248,18 @@ enum Retry {
 
 fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
     let w = wait::at(a, off)?;
-    let Ok(sops) = saved_ops(a, w) else {
-        // A record we cannot read: end its wait.
-        wait::complete(a, &s.queue, off, libc::EIDRM)?;
-        return Ok(Retry::Left {
-            altered: false,
-            sops: Vec::new(),
-        });
+    let sops = match saved_ops(a, w) {
+        Ok(sops) => sops,
+        // A record we cannot read (or whose operations cannot be copied
+        // here): end its wait.
+        Err(e) => {
+            let status = if e == Errno::ENOMEM { libc::ENOMEM } else { libc::EIDRM };
+            wait::complete(a, &s.queue, off, status)?;
+            return Ok(Retry::Left {
+                altered: false,
+                sops: Vec::new(),
+            });
+        }
     };
     let entry = w.spare[0].load(Relaxed);
     let adj = if entry != 0 {
@@ -267,7 +280,13 @@ fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
         None
     };
     let mut scratch = Scratch::new();
-    let buf = scratch.for_ops(sops.len());
+    let Ok(buf) = scratch.for_ops(sops.len()) else {
+        wait::complete(a, &s.queue, off, libc::ENOMEM)?;
+        return Ok(Retry::Left {
+            altered: false,
+            sops: Vec::new(),
+        });
+    };
     let outcome = attempt(sems, &sops, adj, buf);
     if let Attempt::Block { sem_num, zero } = outcome {
         w.blocking
@@ -554,7 +573,7 @@ impl Namespace {
                 None
             };
             let mut scratch = Scratch::new();
-            let buf = scratch.for_ops(sops.len());
+            let buf = scratch.for_ops(sops.len())?;
             match attempt(sems, sops, adj, buf) {
                 Attempt::Done(n) => {
                     commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;

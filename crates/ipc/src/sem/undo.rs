@@ -116,10 +116,27 @@ pub fn next_proc(a: &Arena, off: u64) -> u64 {
     head(a, off).map_or(0, |h| h.next_proc.load(Relaxed))
 }
 
+/// Cuts record `r`'s list where it loops back, if it does (what the list
+/// was as far as it was sound): the lists are taken apart from the head,
+/// each entry freed as it goes, so a loop would hand the takers entries
+/// freed already, again and again. Procs lock held.
+pub fn cut_proc_cycle(a: &Arena, r: &Proc) {
+    let next = |off: u64| head(a, off).ok().map(|h| h.next_proc.load(Relaxed));
+    if let Some(closing) = crate::chain::cut_point(r.undos.load(Relaxed), next)
+        && let Ok(h) = head(a, closing)
+    {
+        h.next_proc.store(0, Relaxed);
+    }
+}
+
 /// Takes entry `off` off record `r`'s list; whether it was on it (only
 /// then may the caller free it). Procs lock held.
 pub fn unlink_from_proc(a: &Arena, r: &Proc, off: u64) -> bool {
-    let next = next_proc(a, off);
+    // An entry linked to itself is the end of its list.
+    let next = match next_proc(a, off) {
+        n if n == off => 0,
+        n => n,
+    };
     if r.undos.load(Relaxed) == off {
         r.undos.store(next, Relaxed);
         return true;
@@ -143,6 +160,7 @@ pub fn unlink_from_proc(a: &Arena, r: &Proc, off: u64) -> bool {
 /// creates, uses with SEM_UNDO and removes sets in a loop holds one entry,
 /// not one per set. Procs lock held.
 fn prune_applied(a: &Arena, r: &Proc) {
+    cut_proc_cycle(a, r);
     // One pass, from the head each time an entry goes (bounded by the
     // list's walk).
     for _ in 0..crate::chain::MAX_LINKS {

@@ -176,10 +176,27 @@ fn forget(a: &Arena, me: u32, off: u64) -> SysResult<()> {
     Ok(())
 }
 
+/// Cuts record `r`'s list where it loops back, if it does (what the list
+/// was as far as it was sound): it is taken apart from the head, each
+/// entry freed as it goes, so a loop would hand the takers entries freed
+/// already, again and again. Procs lock held.
+pub fn cut_cycle(a: &Arena, r: &proc::Proc) {
+    let next = |off: u64| entry(a, off).ok().map(|e| e.next.load(Relaxed));
+    if let Some(closing) = crate::chain::cut_point(r.attaches.load(Relaxed), next)
+        && let Ok(e) = entry(a, closing)
+    {
+        e.next.store(0, Relaxed);
+    }
+}
+
 /// Takes entry `off` off record `r`'s list; whether it was on it. Procs
 /// lock held.
 fn unlink(a: &Arena, r: &proc::Proc, off: u64) -> bool {
-    let next = entry(a, off).map_or(0, |e| e.next.load(Relaxed));
+    // An entry linked to itself is the end of its list.
+    let next = match entry(a, off).map_or(0, |e| e.next.load(Relaxed)) {
+        n if n == off => 0,
+        n => n,
+    };
     if r.attaches.load(Relaxed) == off {
         r.attaches.store(next, Relaxed);
         return true;

@@ -117,24 +117,30 @@ pub(crate) fn map_segment(
             },
         )?,
     };
-    let len = b
-        .map_len()
-        .and_then(|l| usize::try_from(l).ok())
-        .ok_or(Errno::ENOMEM)?;
-    // Pages past the file's end would fault with SIGBUS at the first
-    // touch: a size its file does not have (a record no shmget wrote, or
-    // one a participant rewrote) names no segment ipcns can map; nor does
-    // anything but a regular file. A normal segment's file is `size`
-    // bytes, its last page partly backed (a touch past the end of the
-    // file but inside that page reads zeros, as on Linux); a huge page
-    // segment's is the mapping's length. Nor does a file other than the
-    // one shmget made and recorded (another participant's, put under its
-    // name: `file.rs`).
-    if !file.stat().is_ok_and(|m| {
-        m.is_file()
-            && m.size.checked_next_multiple_of(4096).is_some_and(|n| n >= len as u64)
-            && (b.huge.is_some() || b.file.is_none_or(|id| id.is(&m)))
-    }) {
+    // Pages past the file's end would fault with SIGBUS when the caller
+    // touches them: a size its file does not have (a record no shmget
+    // wrote: its size, or a serial naming a smaller segment's file) names
+    // no segment ipcns can map; nor does anything but a regular file, nor
+    // a file other than the one shmget made and recorded (another
+    // participant's, put under its name: `file.rs`). A huge page
+    // segment's file holds whole huge pages; another's holds the size (its
+    // last page may end past the file's end: a page the file reaches is
+    // read and written whole), and all of it is mapped: the size a caller
+    // read before (IPC_STAT shows no more than the file holds) is never
+    // more than the mapping, even if a participant shrank the record since.
+    let m = file.stat().map_err(|_| Errno::EIDRM)?;
+    if !m.is_file() || !(b.huge.is_some() || b.file.is_none_or(|id| id.is(&m))) {
+        return Err(Errno::EIDRM);
+    }
+    let on_file = m.size;
+    let len = match &b.huge {
+        Some(_) => b.map_len(),
+        None => on_file.checked_next_multiple_of(4096),
+    }
+    .and_then(|l| usize::try_from(l).ok())
+    .ok_or(Errno::ENOMEM)?;
+    let need = if b.huge.is_some() { len as u64 } else { b.size };
+    if on_file < need {
         return Err(Errno::EIDRM);
     }
     let prot = libc::PROT_READ
@@ -165,6 +171,20 @@ pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
         Ok(None) => file::resident_bytes(&segment_path(a, serial)),
         Err(_) => 0,
+    }
+}
+
+/// The size IPC_STAT shows: the record's, but for a segment whose pages
+/// are a file of its own, never more than the file holds. A caller sizes
+/// its use of an attachment by it; shmat maps the whole file, so the
+/// size shown before or after an attach never takes the caller past its
+/// mapping, whatever a participant writes in the record (the kernel's
+/// `shm_segsz` never changes). Object lock held.
+fn shown_size(a: &Arena, s: &ShmSlot) -> u64 {
+    let size = s.size.load(Relaxed);
+    match Huge::of(s) {
+        Ok(None) => fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size)),
+        _ => size,
     }
 }
 
@@ -389,7 +409,7 @@ impl Namespace {
                     cmd == abi::SHM_STAT_ANY,
                 )?;
                 out.shm_perm = ctl::perm_out(cred, &s.head);
-                out.shm_segsz = s.size.load(Relaxed);
+                out.shm_segsz = shown_size(a, s);
                 out.shm_atime = s.atime.load(Relaxed);
                 out.shm_dtime = s.dtime.load(Relaxed);
                 out.shm_ctime = s.head.ctime.load(Relaxed);

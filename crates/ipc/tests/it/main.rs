@@ -24,4 +24,5 @@ mod shmat;
 mod sleepers;
 mod stress;
 mod support;
+mod targeted;
 mod undoleak;
