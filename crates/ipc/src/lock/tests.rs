@@ -365,9 +365,9 @@ fn an_ipc_nowait_bound_keeps_a_stricter_limit_in_force() {
     use super::gate;
     use super::{NOWAIT_LOCK_NS, NOWAIT_MARK, monotonic_ns};
     let deadline = || {
-        let inside = gate::enter();
+        let (inside, deadline) = gate::enter();
         gate::leave(&inside);
-        inside.deadline
+        deadline
     };
     // with_lock_limit around an IPC_NOWAIT call: the limit stays.
     let limit = monotonic_ns() + 50_000_000;
