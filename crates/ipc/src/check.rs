@@ -52,7 +52,7 @@ impl Namespace {
         let a = self.arena();
         // A lock kept by a live participant (stopped, say) is not waited
         // for past CHECK_NS: what it guards is reported unchecked.
-        let _bound = crate::lock::gate::call_deadline(
+        let _bound = crate::lock::gate::lock_limit(
             crate::lock::monotonic_ns().saturating_add(CHECK_NS),
         );
         let mut p = Vec::new();

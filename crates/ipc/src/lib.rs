@@ -94,7 +94,7 @@ not_loom! {
     /// gives for a timeout): for tools and cleanups that must end.
     pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
         let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
-        let _bound = lock::gate::call_deadline(lock::monotonic_ns().saturating_add(ns).max(2));
+        let _limit = lock::gate::lock_limit(lock::monotonic_ns().saturating_add(ns).max(2));
         f()
     }
 

@@ -79,6 +79,21 @@ pub fn lock_object_unbounded<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<G
     Ok(g)
 }
 
+/// [`lock_object`] until `deadline` (CLOCK_MONOTONIC ns) whatever the
+/// call's lock deadline: ETIMEDOUT after it.
+pub fn lock_object_until<'a, K: Kind>(
+    a: &Arena,
+    s: &'a K::Slot,
+    deadline: u64,
+) -> Result<Guard<'a>, Errno> {
+    let mut g = s.head().lock.lock_until_only(deadline)?;
+    if g.recovered() {
+        K::repair_object(a, s)?;
+        g.repaired();
+    }
+    Ok(g)
+}
+
 /// The slot of index `idx`. Only for an index whose used bit is (or was
 /// just) set: other slots' pages may not be reserved.
 pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {

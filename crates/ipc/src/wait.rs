@@ -33,7 +33,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 pub use crate::intr::Mark;
-pub use crate::park::{CANCELLED, DONE, QUEUED, SLEEPING, Slept};
+pub use crate::park::{ABANDONED, CANCELLED, DONE, QUEUED, SLEEPING, Slept};
 
 /// A blocked caller.
 #[repr(C, align(64))]
@@ -193,6 +193,28 @@ pub fn cancel(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
     Ok(true)
 }
 
+/// The sleeper of record `w` gives it up without the object's lock (kept
+/// from it past its wait's end): unless a waker finished it first (its
+/// result is then `Some`, and the record the caller's as after any
+/// completion), it is marked ABANDONED, left linked for the lock's next
+/// holder to drop, and must not be touched again.
+pub fn abandon(w: &Waiter) -> Option<i32> {
+    for from in [QUEUED, SLEEPING] {
+        // Acquire on failure: a DONE seen carries the waker's status.
+        match w.state.compare_exchange(from, ABANDONED, Relaxed, core::sync::atomic::Ordering::Acquire) {
+            Ok(_) => return None,
+            Err(DONE) => return Some(w.status.load(Relaxed)),
+            Err(_) => {}
+        }
+    }
+    // Neither QUEUED, SLEEPING nor DONE (CANCELLED: unlinked by an
+    // execve of ours): nothing linked to give up.
+    match w.state.load(core::sync::atomic::Ordering::Acquire) {
+        DONE => Some(w.status.load(Relaxed)),
+        _ => None,
+    }
+}
+
 /// A sleeper that beat within this long may still be spinning: the waker
 /// watches its heartbeat move instead of reading /proc.
 const HEARTBEAT_NS: u64 = 2_000_000;
@@ -206,6 +228,10 @@ const WATCH_NS: u64 = 50_000;
 /// pass for it). Otherwise /proc decides: not a zombie, and its start time
 /// matches the tag in `who`.
 pub fn sleeper_alive(w: &Waiter) -> bool {
+    // A record its sleeper gave up is as good as a dead sleeper's.
+    if w.state.load(Relaxed) == ABANDONED {
+        return false;
+    }
     let who = w.who.load(Relaxed);
     let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
     if !lock::thread_answers(pid, tid) {

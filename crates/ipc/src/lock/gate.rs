@@ -66,6 +66,45 @@ pub struct Inside {
 thread_local! {
     /// The call deadline of a thread without an entry.
     static DEADLINE: Cell<u64> = const { Cell::new(0) };
+    /// The lock limit of a thread without an entry.
+    static LIMIT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A limit (CLOCK_MONOTONIC ns) for every arena lock the calling thread
+/// waits on until the returned guard goes, the locks taken inside an
+/// operation too (for tools and cleanups that must end: `ns check`, a
+/// reaper, an exit; `with_lock_limit`). An earlier limit in force stays.
+pub fn lock_limit(limit: u64) -> LockLimit {
+    let (_, entry) = os::me_entry();
+    let prev = match entry {
+        Some(e) => e.limit.load(Relaxed),
+        None => LIMIT.try_with(Cell::get).unwrap_or(0),
+    };
+    let l = if prev == 0 { limit } else { prev.min(limit) };
+    match entry {
+        Some(e) => e.limit.store(l, Relaxed),
+        None => {
+            let _ = LIMIT.try_with(|c| c.set(l));
+        }
+    }
+    LockLimit { entry, prev }
+}
+
+/// Restores the limit in force before [`lock_limit`].
+pub struct LockLimit {
+    entry: Option<&'static Entry>,
+    prev: u64,
+}
+
+impl Drop for LockLimit {
+    fn drop(&mut self) {
+        match self.entry {
+            Some(e) => e.limit.store(self.prev, Relaxed),
+            None => {
+                let _ = LIMIT.try_with(|c| c.set(self.prev));
+            }
+        }
+    }
 }
 
 /// The deadline (CLOCK_MONOTONIC ns) of the call the calling thread makes,
@@ -124,16 +163,17 @@ impl Drop for CallDeadline {
 /// holds no lock). Only the outermost lock of a call carries the call's
 /// deadline: a lock taken inside one is part of an operation under way,
 /// which must not fail half done (it was decided under the outer lock).
+/// A limit ([`lock_limit`]: tools and cleanups) bounds every lock.
 #[inline]
 pub fn enter() -> (Inside, u64) {
     loop {
         let (who, entry) = os::me_entry();
-        let (outermost, deadline) = match entry {
+        let deadline = match entry {
             Some(e) => {
                 let d = e.depth.load(Relaxed);
                 e.depth.store(d + 1, Relaxed);
                 if d != 0 {
-                    (false, 0)
+                    e.limit.load(Relaxed)
                 } else {
                     // Orders the depth store before the FROZEN load here;
                     // the freezer's membarrier orders it on the cpu.
@@ -143,15 +183,30 @@ pub fn enter() -> (Inside, u64) {
                         wait_thawed();
                         continue;
                     }
-                    (true, e.deadline.load(Relaxed))
+                    earliest(e.deadline.load(Relaxed), e.limit.load(Relaxed))
                 }
             }
             None => match enter_untracked() {
-                Some(d) => (d == 0, DEADLINE.try_with(Cell::get).unwrap_or(0)),
+                Some(d) => {
+                    let limit = LIMIT.try_with(Cell::get).unwrap_or(0);
+                    let call = DEADLINE.try_with(Cell::get).unwrap_or(0);
+                    if d == 0 { earliest(call, limit) } else { limit }
+                }
                 None => continue,
             },
         };
-        return (Inside { who, entry }, if outermost { deadline } else { 0 });
+        return (Inside { who, entry }, deadline);
+    }
+}
+
+/// The earlier of two deadlines, 0 being none. A call's IPC_NOWAIT mark
+/// (no instant yet) beside a limit is taken as the instant it stands for.
+#[inline]
+fn earliest(call: u64, limit: u64) -> u64 {
+    match (call, limit) {
+        (0, x) | (x, 0) => x,
+        (NOWAIT_MARK, l) => l.min(os::monotonic_ns().saturating_add(NOWAIT_LOCK_NS)),
+        (c, l) => c.min(l),
     }
 }
 

@@ -440,6 +440,13 @@ mod guard {
             self.lock_with(None, false)
         }
 
+        /// Locks, giving up at `deadline` (CLOCK_MONOTONIC ns) whatever
+        /// the call's own: for a sleeper leaving its queue after its wait,
+        /// which abandons its record instead when the lock is kept from it.
+        pub fn lock_until_only(&self, deadline: u64) -> Result<Guard<'_>, Errno> {
+            self.lock_with(Some(deadline), false)
+        }
+
         #[inline]
         fn lock_with(&self, deadline: Option<u64>, bounded: bool) -> Result<Guard<'_>, Errno> {
             let (inside, call) = gate::enter();

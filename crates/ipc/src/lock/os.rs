@@ -192,8 +192,12 @@ pub(super) mod ids {
         who: AtomicU64,
         pub depth: AtomicU32,
         /// The deadline (CLOCK_MONOTONIC ns) of the call the thread is
-        /// making, for every lock it waits on; 0 = none (`gate.rs`).
+        /// making, for the outermost lock it waits on; 0 = none
+        /// (`gate.rs`).
         pub deadline: AtomicU64,
+        /// A limit for every lock the thread waits on (`with_lock_limit`);
+        /// 0 = none.
+        pub limit: AtomicU64,
     }
 
     const BUSY: usize = 1;
@@ -205,6 +209,7 @@ pub(super) mod ids {
             who: AtomicU64::new(0),
             depth: AtomicU32::new(0),
             deadline: AtomicU64::new(0),
+            limit: AtomicU64::new(0),
         }
     }; N];
 
@@ -279,6 +284,7 @@ pub(super) mod ids {
         // A new thread, or this one in a fork child: no lock held.
         e.depth.store(0, Relaxed);
         e.deadline.store(0, Relaxed);
+        e.limit.store(0, Relaxed);
         e.key.store(tp, Release);
     }
 

@@ -43,6 +43,11 @@ pub const DONE: u32 = 2;
 /// sleeper, if it ever runs again (the execve failed), frees the record
 /// and starts its call over.
 pub const CANCELLED: u32 = 3;
+/// `state`: given up by its sleeper (its timeout passed, or a handler ran)
+/// while the object's lock was kept from it: still linked, never to be
+/// completed; whoever holds the lock next unlinks and frees it (as a dead
+/// sleeper's). Set only by the sleeper, from QUEUED or SLEEPING.
+pub const ABANDONED: u32 = 4;
 
 /// How one wait on the futex ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -82,7 +82,9 @@ impl Kind for SemKind {
                 Err(_) => out.push(format!("sleeper queue links to {off:#x}, not a record")),
                 Ok(w) => {
                     let st = w.state.load(Relaxed);
-                    if st >= wait::DONE {
+                    // (An abandoned record waits for the lock's next
+                    // holder to drop it: `wait::abandon`.)
+                    if st >= wait::DONE && st != wait::ABANDONED {
                         out.push(format!("sleeper {off:#x} in the queue in state {st}"));
                     }
                     let nops = w.nops.load(Relaxed);

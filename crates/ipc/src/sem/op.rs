@@ -219,6 +219,14 @@ fn commit(
 fn saved_ops(a: &Arena, w: &Waiter) -> SysResult<Vec<sembuf>> {
     let n = w.nops.load(Relaxed);
     let off = w.ops.load(Relaxed);
+    // No caller queued more operations than semopm allows (its default at
+    // least): a larger count is a corrupt record, whose copy (and every
+    // waker's pass over it) would cost in proportion to a hostile number.
+    // (A negative semopm sets no limit: the unsigned compare of semop.)
+    let semopm = (a.header().limits.semopm.load(Relaxed) as u32).max(crate::limits::SEMOPM as u32);
+    if n > semopm {
+        return Err(Errno::EUCLEAN);
+    }
     if !a.in_heap(off, wait::ops_bytes(n)) {
         return Err(Errno::EUCLEAN);
     }
@@ -604,9 +612,35 @@ impl Namespace {
             Slept::Done(status) => status,
             gave_up => {
                 // Leave the queue, unless a waker finished us meanwhile
-                // (the lock waited for past the call's deadline: the
-                // record must not stay queued for a call that returns).
-                let _g = crate::registry::lock_object_unbounded::<SemKind>(a, s)?;
+                // (the lock waited for past the call's deadline, but not
+                // for long: a lock kept from us, by a stopped or hostile
+                // participant, makes us abandon the record instead, for
+                // its next holder to drop; a cancelled sleep waits: the
+                // process is frozen for an execve).
+                let g = if gave_up == Slept::Cancelled {
+                    crate::registry::lock_object_unbounded::<SemKind>(a, s)
+                } else {
+                    crate::registry::lock_object_until::<SemKind>(
+                        a,
+                        s,
+                        wait::now_ns().saturating_add(LEAVE_NS),
+                    )
+                };
+                let _g = match g {
+                    Ok(g) => g,
+                    Err(e) if e.0 == libc::ETIMEDOUT => {
+                        return match wait::abandon(w) {
+                            // A waker finished it first: its result.
+                            Some(status) => {
+                                wait::release(a, waiter);
+                                if status == 0 { Ok(0) } else { Err(Errno(status)) }
+                            }
+                            None if gave_up == Slept::TimedOut => Err(Errno::EAGAIN),
+                            None => Err(Errno::EINTR),
+                        };
+                    }
+                    Err(e) => return Err(e),
+                };
                 if let Some(status) = wait::finished(w) {
                     status
                 } else {
@@ -628,6 +662,10 @@ impl Namespace {
         }
     }
 }
+
+/// How long a sleeper whose wait ended waits for its set's lock to leave
+/// the queue, before it abandons its record (`wait::abandon`).
+const LEAVE_NS: u64 = 100_000_000;
 
 /// The internal result of a try whose sleep was cancelled (an errno no
 /// call returns: the kernel's ERESTARTSYS).
