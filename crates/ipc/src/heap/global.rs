@@ -28,9 +28,10 @@ use core::sync::atomic::Ordering::Relaxed;
 const RESERVE_CHUNK: u64 = 64 << 10;
 
 /// Takes the heap lock, a leaf (taken last, never held while taking
-/// another).
+/// another): within the call's bound, if it has one (`Lock::lock_leaf`),
+/// else ETIMEDOUT.
 pub(super) fn lock(a: &Arena) -> Result<Guard<'_>, Errno> {
-    let mut g = a.header().heap.lock.lock()?;
+    let mut g = a.header().heap.lock.lock_leaf()?;
     if g.recovered() {
         // The lists are well formed after any single store; what a dead
         // holder leaves is at worst a leaked block. Nothing to redo.

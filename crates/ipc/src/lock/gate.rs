@@ -199,6 +199,19 @@ pub fn enter() -> (Inside, u64) {
     }
 }
 
+/// The bound of the call the calling thread makes, at any depth: the
+/// earlier of its deadline ([`call_deadline`]) and its limit
+/// ([`lock_limit`]); 0 for none. For a leaf lock (`Lock::lock_leaf`).
+pub fn call_bound() -> u64 {
+    match os::me_entry().1 {
+        Some(e) => earliest(e.deadline.load(Relaxed), e.limit.load(Relaxed)),
+        None => earliest(
+            DEADLINE.try_with(Cell::get).unwrap_or(0),
+            LIMIT.try_with(Cell::get).unwrap_or(0),
+        ),
+    }
+}
+
 /// The earlier of two deadlines, 0 being none. A call's IPC_NOWAIT mark
 /// (no instant yet) beside a limit is taken as the instant it stands for.
 #[inline]

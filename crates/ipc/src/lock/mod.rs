@@ -165,6 +165,11 @@ pub fn bound_for(deadline: Option<u64>, nowait: bool) -> Option<gate::CallDeadli
     d.map(gate::call_deadline)
 }
 
+/// How long a leaf lock (`Lock::lock_leaf`) is waited for at least by a
+/// call with a bound: a call whose timeout is (nearly) over does not give
+/// up a leaf over a holder's usual few microseconds.
+pub const LEAF_GRACE_NS: u64 = 100_000_000;
+
 /// A live holder that keeps a lock this long (and again each time this
 /// long) is asked whether it is a participant at all ([`Os::stranger`]).
 pub const STRANGER_NS: u64 = 1_000_000_000;
@@ -431,6 +436,22 @@ mod guard {
         #[inline]
         pub fn lock_until(&self, deadline: Option<u64>) -> Result<Guard<'_>, Errno> {
             self.lock_with(deadline, true)
+        }
+
+        /// Locks a leaf (the heap's lock: taken last, held for a few
+        /// stores), whose every user can fail as a whole before it changes
+        /// anything (an allocation) or give up harmlessly (a free leaks its
+        /// block). Unlike other locks taken inside an operation, it carries
+        /// the call's bound ([`gate::call_bound`]: a timeout, IPC_NOWAIT's,
+        /// a limit), though no earlier than [`super::LEAF_GRACE_NS`] from
+        /// now: a participant that keeps the heap locked (stopped, or a
+        /// hostile word with a live thread's identity) holds a timed or
+        /// IPC_NOWAIT call no longer than that.
+        pub fn lock_leaf(&self) -> Result<Guard<'_>, Errno> {
+            let call = gate::call_bound();
+            let d = (call != 0)
+                .then(|| call.max(super::monotonic_ns().saturating_add(super::LEAF_GRACE_NS)));
+            self.lock_with(d, true)
         }
 
         /// Locks, waiting as long as a live holder keeps it, whatever the

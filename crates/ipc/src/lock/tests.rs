@@ -395,3 +395,45 @@ fn an_ipc_nowait_bound_keeps_a_stricter_limit_in_force() {
     }
     assert_eq!(deadline(), 0);
 }
+
+#[test]
+fn a_leaf_lock_taken_inside_an_operation_keeps_the_calls_bound() {
+    use super::{LEAF_GRACE_NS, NOWAIT_MARK, gate, monotonic_ns};
+    let (outer, leaf) = (Lock::new(), Lock::new());
+    // Another live thread keeps the leaf: a stopped participant, or a
+    // hostile word with a live thread's identity.
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+    let leaf = &leaf;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let g = leaf.lock().expect("leaf");
+            held_tx.send(()).unwrap();
+            let _ = end_rx.recv();
+            drop(g);
+        });
+        held_rx.recv().unwrap();
+        {
+            // An IPC_NOWAIT call, inside its operation (the outer lock
+            // held): the leaf gives up after the grace, the others do not.
+            let _bound = gate::call_deadline(NOWAIT_MARK);
+            let _op = outer.lock().expect("outer");
+            let t = monotonic_ns();
+            assert_eq!(leaf.lock_leaf().err(), Some(Errno(libc::ETIMEDOUT)));
+            let took = monotonic_ns() - t;
+            assert!(
+                (LEAF_GRACE_NS..LEAF_GRACE_NS * 5).contains(&took),
+                "{took} ns"
+            );
+        }
+        // A call without a bound waits for the leaf, as for any lock:
+        // until its holder lets go.
+        let waiter = s.spawn(move || leaf.lock_leaf().map(drop));
+        std::thread::sleep(std::time::Duration::from_millis(
+            2 * LEAF_GRACE_NS / 1_000_000,
+        ));
+        assert!(!waiter.is_finished());
+        end_tx.send(()).unwrap();
+        assert_eq!(waiter.join().unwrap(), Ok(()));
+    });
+}
