@@ -383,18 +383,47 @@ static ARENAS: [(AtomicU64, AtomicU64, AtomicU64); MAX_ARENAS] =
 const MAX_ARENAS: usize = 16;
 /// Arenas mapped but not in [`ARENAS`] (it was full).
 static UNNOTED: AtomicU64 = AtomicU64::new(0);
-/// Serialises changes of [`ARENAS`] (a spin flag: opens and drops of
-/// namespaces are rare).
-static NOTING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+/// Serialises changes of [`ARENAS`]: a spin word naming its holder
+/// (`pid << 32 | tid`; opens and drops of namespaces are rare). A word
+/// naming another process is a fork's copy of a parent thread's (the
+/// parent forked while another thread of it was noting): taken over, or
+/// the child would spin forever at its first open. Each change of the
+/// table is single-word stores with the count last, so what a holder
+/// gone with the fork left is at worst an entry not counted.
+static NOTING: AtomicU64 = AtomicU64::new(0);
 
 fn noting<R>(f: impl FnOnce() -> R) -> R {
-    use core::sync::atomic::Ordering::{Acquire, Release};
-    while NOTING.swap(true, Acquire) {
-        core::hint::spin_loop();
+    use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    let pid = sys::process::getpid() as u32;
+    let me = (u64::from(pid) << 32) | u64::from(sys::process::gettid() as u32);
+    loop {
+        match NOTING.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => break,
+            // A signal handler of the holder's own thread: no wait for
+            // itself (each store is whole on its own).
+            Err(cur) if cur == me => return f(),
+            Err(cur) if (cur >> 32) as u32 != pid => {
+                if NOTING.compare_exchange(cur, me, Acquire, Relaxed).is_ok() {
+                    break;
+                }
+            }
+            Err(_) => sys::process::sched_yield(),
+        }
     }
     let r = f();
-    NOTING.store(false, Release);
+    NOTING.store(0, Release);
     r
+}
+
+/// The noting word as a fork's copy would leave it: held by a thread of
+/// another process (for a test of the take-over).
+#[cfg(test)]
+pub(crate) fn noting_held_by_another_process() {
+    let pid = sys::process::getpid() as u32;
+    NOTING.store(
+        (u64::from(pid.wrapping_add(1)) << 32) | 1,
+        core::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 /// Records that this process maps the arena file `(dev, ino)` once more.

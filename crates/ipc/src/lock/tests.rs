@@ -437,3 +437,20 @@ fn a_leaf_lock_taken_inside_an_operation_keeps_the_calls_bound() {
         assert_eq!(waiter.join().unwrap(), Ok(()));
     });
 }
+
+#[test]
+fn a_forks_copy_of_a_held_noting_word_is_taken_over() {
+    // A child forked while another thread of its parent noted an arena
+    // inherits the word naming that thread: its first open must not spin
+    // forever (chaos workers, forked by a test process whose other
+    // threads open namespaces, hung in R state).
+    super::os::noting_held_by_another_process();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        super::note_arena((0xfffe, 0xfffe), u64::MAX);
+        super::forget_arena((0xfffe, 0xfffe), u64::MAX);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("note_arena spun on a word naming another process");
+}
