@@ -3,7 +3,7 @@
 //! part of the `*_ds` structures.
 
 use crate::abi;
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::lock::Guard;
@@ -31,7 +31,7 @@ pub fn perm_out(cred: &Cred, h: &Head) -> abi::ipc64_perm {
 /// `*_STAT_ANY` (`stat_cmd`: the argument is an index; `any`: no read
 /// permission needed). Returns the full id, the slot and its lock.
 pub fn stat_lookup<'a, K: Kind>(
-    a: &'a Arena,
+    a: &'a Session,
     cred: &Cred,
     id: i32,
     stat_cmd: bool,
@@ -60,7 +60,7 @@ pub fn stat_lookup<'a, K: Kind>(
 /// (EINVAL, then EPERM unless owner, creator or CAP_SYS_ADMIN), object
 /// lock, then `f`.
 pub fn down<K: Kind, T>(
-    a: &Arena,
+    a: &Session,
     cred: &Cred,
     id: i32,
     f: impl FnOnce(&Reg<'_>, u32, &K::Slot) -> SysResult<T>,
@@ -132,7 +132,7 @@ pub fn info_maxidx(reg: &Reg<'_>) -> i32 {
 ///
 /// The key is remembered for lookups without the lock (`recent.rs`).
 pub fn existing<K: Kind>(
-    a: &Arena,
+    a: &Session,
     cred: &Cred,
     key: i32,
     idx: u32,

@@ -32,11 +32,11 @@
 //! `Namespace`s: an arena is registered by `shmat` and unregistered by the
 //! namespace's drop, before its box is freed. The handlers run while
 //! those namespaces are alive (in the child, copies of the parent's), and
-//! only read through `&Arena`. errno is this thread's, read and written
+//! only read through `&Session`. errno is this thread's, read and written
 //! through `__errno_location`.
 #![allow(unsafe_code)]
 
-use crate::arena::Arena;
+use crate::session::Session;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
@@ -68,9 +68,9 @@ thread_local! {
 }
 
 /// The registered arena at `p`.
-fn arena<'a>(p: usize) -> &'a Arena {
+fn arena<'a>(p: usize) -> &'a Session {
     // SAFETY: see the module doc: a live, registered arena.
-    unsafe { &*(p as *const Arena) }
+    unsafe { &*(p as *const Session) }
 }
 
 /// This thread's errno.
@@ -82,7 +82,7 @@ fn errno() -> &'static mut i32 {
 
 /// The record index cached by `proc::me` for `a`, if any: in a fork
 /// child, the parent's.
-fn own_record(a: &Arena) -> Option<u32> {
+fn own_record(a: &Session) -> Option<u32> {
     let cached = a.own_proc.load(Relaxed) as u32;
     (cached != 0).then(|| cached - 1)
 }
@@ -180,13 +180,13 @@ extern "C" fn in_child() {
 }
 
 /// Registers `a` (it has attachments) for the fork handlers.
-pub fn register(a: &Arena) {
+pub fn register(a: &Session) {
     HANDLER.call_once(|| {
         // SAFETY: registers the handlers of the module doc.
         unsafe { libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
     });
     if let Ok(mut list) = ARENAS.lock() {
-        let p = a as *const Arena as usize;
+        let p = a as *const Session as usize;
         if !list.contains(&p) {
             list.push(p);
         }
@@ -194,9 +194,9 @@ pub fn register(a: &Arena) {
 }
 
 /// Unregisters `a` (its namespace is being dropped).
-pub fn unregister(a: &Arena) {
+pub fn unregister(a: &Session) {
     if let Ok(mut list) = ARENAS.lock() {
-        let p = a as *const Arena as usize;
+        let p = a as *const Session as usize;
         list.retain(|&x| x != p);
     }
 }

@@ -6,7 +6,8 @@
 //! Lock state: every function expects the registry lock held and leaves it
 //! held. After a holder's death the table is rebuilt from the objects.
 
-use crate::arena::Arena;
+use crate::hash::home;
+use crate::session::Session;
 use crate::arena::header::Registry;
 use crate::errno::Errno;
 use crate::heap;
@@ -31,19 +32,10 @@ fn entry_idx(e: u64) -> Option<u32> {
     (e as u32).checked_sub(1)
 }
 
-pub(crate) fn home(key: i32, cap: u32) -> u32 {
-    // The key's low bits with its high bits folded in: keys that differ
-    // anywhere land apart, and consecutive keys (the common `k++` and
-    // ftok patterns) land in consecutive slots, so a run of lookups walks
-    // the table in order instead of missing the cache on every key.
-    let x = key as u32;
-    (x ^ (x >> 16) ^ (x >> 24)) & (cap - 1)
-}
-
 /// The table, checked: a power-of-two capacity inside the heap's handed-out
 /// part. `Ok(None)`: no table yet. EUCLEAN: the registry's table fields
 /// are corrupt (the caller rebuilds the table from the objects).
-fn table<'a>(a: &'a Arena, reg: &Registry) -> Result<Option<&'a [AtomicU64]>, Errno> {
+fn table<'a>(a: &'a Session, reg: &Registry) -> Result<Option<&'a [AtomicU64]>, Errno> {
     let off = reg.keys_off.load(Relaxed);
     let cap = reg.keys_cap.load(Relaxed);
     if off == 0 && cap == 0 {
@@ -60,7 +52,7 @@ fn table<'a>(a: &'a Arena, reg: &Registry) -> Result<Option<&'a [AtomicU64]>, Er
 
 /// The index of the object with `key`. EUCLEAN for a corrupt table (a
 /// probe run with no end, an entry with no index).
-pub fn get(a: &Arena, reg: &Registry, key: i32) -> Result<Option<u32>, Errno> {
+pub fn get(a: &Session, reg: &Registry, key: i32) -> Result<Option<u32>, Errno> {
     let Some(t) = table(a, reg)? else {
         return Ok(None);
     };
@@ -95,7 +87,7 @@ fn place(t: &[AtomicU64], key: i32, idx: u32) -> Result<(), Errno> {
 
 /// Enters `key -> idx` (the key must not be present). ENOMEM if the table
 /// cannot grow; EUCLEAN if it is corrupt.
-pub fn insert(a: &Arena, reg: &Registry, key: i32, idx: u32) -> Result<(), Errno> {
+pub fn insert(a: &Session, reg: &Registry, key: i32, idx: u32) -> Result<(), Errno> {
     let len = reg.keys_len.load(Relaxed);
     if u64::from(len) * 2 + 2 > u64::from(reg.keys_cap.load(Relaxed)) {
         let entries: Vec<(i32, u32)> = match table(a, reg)? {
@@ -116,7 +108,7 @@ pub fn insert(a: &Arena, reg: &Registry, key: i32, idx: u32) -> Result<(), Errno
 }
 
 /// Removes `key` if present.
-pub fn remove(a: &Arena, reg: &Registry, key: i32) -> Result<(), Errno> {
+pub fn remove(a: &Session, reg: &Registry, key: i32) -> Result<(), Errno> {
     let Some(t) = table(a, reg)? else {
         return Ok(());
     };
@@ -170,7 +162,7 @@ pub fn remove(a: &Arena, reg: &Registry, key: i32) -> Result<(), Errno> {
 /// and large enough (no memory needed: what a repair does), else in a new
 /// table sized for them (the old one freed if it was sound).
 pub fn rebuild(
-    a: &Arena,
+    a: &Session,
     reg: &Registry,
     entries: impl ExactSizeIterator<Item = (i32, u32)>,
 ) -> Result<(), Errno> {

@@ -24,20 +24,18 @@ not_loom! {
     pub mod abi;
     mod arena;
     mod chain;
-    mod check;
     pub mod creds;
     mod ctl;
     mod fault;
     mod fork;
+    mod hash;
     mod heap;
     mod ids;
-    mod info;
     /// Signal handlers' news for blocked calls (`note_signal`, and the
     /// mark a call takes as it starts).
     #[doc(hidden)]
     pub mod intr;
     mod keys;
-    pub mod life;
     #[doc(hidden)]
     pub mod lockbench;
     pub mod limits;
@@ -46,14 +44,11 @@ not_loom! {
     mod object;
     mod perm;
     mod recent;
+    mod session;
     mod proc;
-    mod procfs;
-    #[doc(hidden)]
-    pub mod regions;
     mod registry;
     pub mod sem;
     pub mod shm;
-    mod sysctl;
     /// Raw system calls (for ipcns's own crates: the C ABI, benches).
     #[doc(hidden)]
     pub mod sys;
@@ -63,7 +58,7 @@ not_loom! {
     pub use arena::header::MAGIC as ARENA_MAGIC;
     pub use arena::layout::Mech;
     pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
-    pub use check::Census;
+    pub use namespace::check::Census;
     pub use creds::Cred;
     pub use errno::{Errno, SysResult};
     pub use heap::HeapStats;
@@ -73,7 +68,10 @@ not_loom! {
     pub use intr::note_signal;
     pub use lock::{Holder, Liveness};
     pub use namespace::Namespace;
-    pub use sysctl::NAMES as SYSCTLS;
+    pub use namespace::life;
+    #[doc(hidden)]
+    pub use namespace::regions;
+    pub use namespace::sysctl::NAMES as SYSCTLS;
 
     /// How many locks this process took over from holders that died holding
     /// them (each followed by a repair).

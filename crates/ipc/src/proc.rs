@@ -20,7 +20,7 @@
 //! [`Proc`]: 64 bytes, `pid` @0, `state` @4, `start` @8, `undos` @16,
 //! `attaches` @24, `image` @32.
 
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::arena::header::Procs;
 use crate::errno::Errno;
 use crate::heap;
@@ -83,13 +83,13 @@ const PROC_BYTES: u64 = 64;
 /// The table never grows past this many records.
 const MAX_PROCS: u32 = 1 << 20;
 
-fn procs(a: &Arena) -> &Procs {
+fn procs(a: &Session) -> &Procs {
     &a.header().procs
 }
 
 /// Locks the table (its state is repaired by construction: every change
 /// is one store, or a new table published by one store).
-pub fn lock(a: &Arena) -> Result<Guard<'_>, Errno> {
+pub fn lock(a: &Session) -> Result<Guard<'_>, Errno> {
     let mut g = procs(a).lock.lock()?;
     if g.recovered() {
         g.repaired();
@@ -98,7 +98,7 @@ pub fn lock(a: &Arena) -> Result<Guard<'_>, Errno> {
 }
 
 /// The table, checked against the heap. Procs lock held.
-pub fn table(a: &Arena) -> Result<&[Proc], Errno> {
+pub fn table(a: &Session) -> Result<&[Proc], Errno> {
     let p = procs(a);
     let (off, cap) = (p.table.load(Relaxed), p.cap.load(Relaxed));
     if off == 0 || cap == 0 {
@@ -111,13 +111,13 @@ pub fn table(a: &Arena) -> Result<&[Proc], Errno> {
 }
 
 /// Record `idx`, checked. Procs lock held.
-pub fn record(a: &Arena, idx: u32) -> Result<&Proc, Errno> {
+pub fn record(a: &Session, idx: u32) -> Result<&Proc, Errno> {
     table(a)?.get(idx as usize).ok_or(Errno::EUCLEAN)
 }
 
 /// The calling process's record index, made on first use (and again in a
 /// forked child: a new process).
-pub fn me(a: &Arena) -> Result<u32, Errno> {
+pub fn me(a: &Session) -> Result<u32, Errno> {
     let generation = lock::fork_generation() + 1;
     let cached = a.own_proc.load(Relaxed);
     if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
@@ -147,7 +147,7 @@ pub fn me(a: &Arena) -> Result<u32, Errno> {
 /// by an earlier image of the process (before an execve) is taken over as
 /// in [`me`]: its attachments dropped, its undo entries kept. Caches the
 /// index.
-pub fn adopt(a: &Arena) -> Result<Option<u32>, Errno> {
+pub fn adopt(a: &Session) -> Result<Option<u32>, Errno> {
     let generation = lock::fork_generation() + 1;
     let cached = a.own_proc.load(Relaxed);
     if cached >> 32 == generation & 0xffff_ffff && cached as u32 != 0 {
@@ -179,7 +179,7 @@ pub fn adopt(a: &Arena) -> Result<Option<u32>, Errno> {
 /// the image an execve replaced dropped (under the finishing claim, so two
 /// threads of the new image never drop one entry twice), then the record
 /// marked as this image's.
-fn adopt_image(a: &Arena, idx: u32, pid: i32, start: u64) -> Result<(), Errno> {
+fn adopt_image(a: &Session, idx: u32, pid: i32, start: u64) -> Result<(), Errno> {
     if !finish(a, idx, pid, Some(start), Finish::Exec)? {
         // Another thread of this image is at it: it marks the record.
         return Ok(());
@@ -205,7 +205,7 @@ fn image() -> u64 {
 
 /// The record of (`pid`, `start`), made if missing; and whether it was
 /// made by another program image of the same process (an exec).
-fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<(u32, bool), Errno> {
+fn find_or_make(a: &Session, pid: i32, start: u64) -> Result<(u32, bool), Errno> {
     let t = table(a)?;
     let mut free = None;
     for (i, r) in t.iter().enumerate() {
@@ -229,7 +229,7 @@ fn find_or_make(a: &Arena, pid: i32, start: u64) -> Result<(u32, bool), Errno> {
 
 /// Makes free record `i` (pid, start time, this image, no entries) in
 /// `state`, written last, and counts it. Procs lock held.
-fn take(a: &Arena, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Errno> {
+fn take(a: &Session, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Errno> {
     let r = record(a, i)?;
     r.pid.store(pid, Relaxed);
     r.start.store(start, Relaxed);
@@ -244,7 +244,7 @@ fn take(a: &Arena, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, Er
 }
 
 /// Frees record `r` and uncounts it. Procs lock held.
-fn release(a: &Arena, r: &Proc) {
+fn release(a: &Session, r: &Proc) {
     r.spare[0].store(0, Relaxed);
     r.spare[2].store(0, Relaxed);
     r.state.store(FREE, Relaxed);
@@ -254,7 +254,7 @@ fn release(a: &Arena, r: &Proc) {
 
 /// Doubles the table (copying the records; indices stay); the first new
 /// index. Procs lock held.
-fn grow(a: &Arena) -> Result<u32, Errno> {
+fn grow(a: &Session) -> Result<u32, Errno> {
     let p = procs(a);
     let old = table(a)?;
     let cap = (old.len() as u32).max(32);
@@ -288,7 +288,7 @@ fn grow(a: &Arena) -> Result<u32, Errno> {
 /// The live records: `(index, pid, start)`. Procs lock held. Bounded by
 /// the table; the liveness checks (system calls) are made after the lock
 /// is released, so nobody waits on the procs lock while /proc is read.
-fn live_records(a: &Arena) -> Result<Vec<(u32, i32, u64)>, Errno> {
+fn live_records(a: &Session) -> Result<Vec<(u32, i32, u64)>, Errno> {
     let t = table(a)?;
     let mut out = Vec::new();
     out.try_reserve(t.len()).map_err(|_| Errno::ENOMEM)?;
@@ -304,7 +304,7 @@ fn live_records(a: &Arena) -> Result<Vec<(u32, i32, u64)>, Errno> {
 /// Unborn records to drop: `(index, nonce)` of those whose parent is gone
 /// or that waited longer than `UNBORN_NS`, and of those being released.
 /// Procs lock held. Bounded by the table.
-fn stillborn(a: &Arena) -> Result<Vec<(u32, u64)>, Errno> {
+fn stillborn(a: &Session) -> Result<Vec<(u32, u64)>, Errno> {
     let now = lock::monotonic_ns();
     Ok(table(a)?
         .iter()
@@ -324,7 +324,7 @@ fn stillborn(a: &Arena) -> Result<Vec<(u32, u64)>, Errno> {
 /// Makes an unborn record for a child that the process of record `parent`
 /// is about to fork: returns its index and the nonce the child claims it
 /// with. Procs lock taken and released.
-pub fn make_unborn(a: &Arena, parent: u32) -> Result<(u32, u64), Errno> {
+pub fn make_unborn(a: &Session, parent: u32) -> Result<(u32, u64), Errno> {
     let _g = lock(a)?;
     let (pid, start) = {
         let r = record(a, parent)?;
@@ -348,7 +348,7 @@ pub fn make_unborn(a: &Arena, parent: u32) -> Result<(u32, u64), Errno> {
 /// In the parent after a fork: names unborn record `idx` (made with
 /// `nonce`) after its child `pid`, so it is the child's record from now
 /// on, reaped as soon as the child is gone. Procs lock taken and released.
-pub fn name_unborn(a: &Arena, idx: u32, nonce: u64, pid: i32) -> Result<(), Errno> {
+pub fn name_unborn(a: &Session, idx: u32, nonce: u64, pid: i32) -> Result<(), Errno> {
     let start = lock::process_start(pid);
     let _g = lock(a)?;
     let r = record(a, idx)?;
@@ -367,7 +367,7 @@ pub fn name_unborn(a: &Arena, idx: u32, nonce: u64, pid: i32) -> Result<(), Errn
 /// still the one made for it (`nonce`), whether or not the parent named it
 /// already; false if it was dropped meanwhile (the child then counts its
 /// attachments itself).
-pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
+pub fn claim_unborn(a: &Session, idx: u32, nonce: u64) -> Result<bool, Errno> {
     let _g = lock(a)?;
     let r = record(a, idx)?;
     let mine = match r.state.load(Relaxed) {
@@ -396,7 +396,7 @@ pub fn claim_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<bool, Errno> {
 /// child never claimed it): its attachments uncounted, the record freed.
 /// A dropper killed midway leaves it RELEASING for the next reaper; two
 /// droppers never work on it at once ([`claim`]).
-pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
+pub fn release_unborn(a: &Session, idx: u32, nonce: u64) -> Result<(), Errno> {
     let pid = {
         let _g = lock(a)?;
         let r = record(a, idx)?;
@@ -425,7 +425,7 @@ pub fn release_unborn(a: &Arena, idx: u32, nonce: u64) -> Result<(), Errno> {
 /// Cleans up after every process that is gone: applies its undo entries
 /// (as `exit_sem` would have) and frees its record. Returns how many.
 /// Takes set locks and the procs lock in turn, never together.
-pub fn reap(a: &Arena) -> Result<u32, Errno> {
+pub fn reap(a: &Session) -> Result<u32, Errno> {
     let (live, unborn) = {
         let _g = lock(a)?;
         (live_records(a)?, stillborn(a)?)
@@ -444,7 +444,7 @@ pub fn reap(a: &Arena) -> Result<u32, Errno> {
 
 /// Cleans up after process `pid` if it has a record and is gone (a parent
 /// that has just waited for it); whether it had one.
-pub fn reap_pid(a: &Arena, pid: i32) -> Result<bool, Errno> {
+pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
     let found = {
         let _g = lock(a)?;
         table(a)?.iter().enumerate().find_map(|(i, r)| {
@@ -464,7 +464,7 @@ pub fn reap_pid(a: &Arena, pid: i32) -> Result<bool, Errno> {
 /// entries applied. Its shm attachments stay counted while they are mapped
 /// (the process goes on): they are dropped with the record when the
 /// process is found gone.
-pub fn exit(a: &Arena) -> Result<(), Errno> {
+pub fn exit(a: &Session) -> Result<(), Errno> {
     exit_as(a, true)
 }
 
@@ -473,11 +473,11 @@ pub fn exit(a: &Arena) -> Result<(), Errno> {
 /// dropped, as `exit_mm` and `exit_sem` would. Nothing is unmapped (code
 /// that runs after may still touch an attachment; the mappings go with
 /// the process).
-pub fn exit_ending(a: &Arena) -> Result<(), Errno> {
+pub fn exit_ending(a: &Session) -> Result<(), Errno> {
     exit_as(a, false)
 }
 
-fn exit_as(a: &Arena, mapped: bool) -> Result<(), Errno> {
+fn exit_as(a: &Session, mapped: bool) -> Result<(), Errno> {
     // An image that has not used its record yet may still have one: made
     // before its execve, with undo entries that this exit must apply.
     let Some(idx) = adopt(a)? else {
@@ -493,7 +493,7 @@ fn exit_as(a: &Arena, mapped: bool) -> Result<(), Errno> {
 /// the attachments that went with the old address space are dropped now
 /// (undo entries stay, as execve keeps them), as the kernel drops them at
 /// the exec itself. Makes no record when there is none.
-pub fn after_exec(a: &Arena) -> Result<(), Errno> {
+pub fn after_exec(a: &Session) -> Result<(), Errno> {
     let pid = crate::sys::process::getpid();
     let start = lock::own_start();
     let replaced = {
@@ -532,7 +532,7 @@ pub enum Finish {
 /// may be finishing it already (a finisher that died is replaced: each step
 /// of a finish can be made again). The claim is the caller's identity in
 /// `spare[2]`. Whether the caller has it. Procs lock taken and released.
-fn claim(a: &Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Errno> {
+fn claim(a: &Session, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Errno> {
     let me = lock::my_identity();
     let _g = lock(a)?;
     let r = record(a, idx)?;
@@ -548,7 +548,7 @@ fn claim(a: &Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Errno
 }
 
 /// Record `idx` if the caller still has it claimed. Procs lock held.
-fn claimed<'a>(a: &'a Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<&'a Proc, Errno> {
+fn claimed<'a>(a: &'a Session, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<&'a Proc, Errno> {
     let r = record(a, idx)?;
     if ok(r) && r.spare[2].load(Relaxed) == lock::my_identity() {
         Ok(r)
@@ -572,7 +572,7 @@ fn claimed<'a>(a: &'a Arena, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<&'
 /// freed meanwhile, and a finisher killed anywhere leaves a record the
 /// next one finishes exactly (at worst an entry unlinked and not yet freed
 /// leaks).
-pub fn finish(a: &Arena, idx: u32, pid: i32, start: Option<u64>, what: Finish) -> Result<bool, Errno> {
+pub fn finish(a: &Session, idx: u32, pid: i32, start: Option<u64>, what: Finish) -> Result<bool, Errno> {
     let ok = move |r: &Proc| {
         r.state.load(Relaxed) == LIVE
             && r.pid.load(Relaxed) == pid
@@ -608,7 +608,7 @@ pub fn finish(a: &Arena, idx: u32, pid: i32, start: Option<u64>, what: Finish) -
 }
 
 /// Applies and frees each undo entry of claimed record `idx`.
-fn apply_undos(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+fn apply_undos(a: &Session, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
     use crate::sem::undo;
     {
         let _g = lock(a)?;
@@ -645,7 +645,7 @@ fn apply_undos(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Re
 
 /// Drops each attachment of claimed record `idx` (`exit_shm`: the
 /// mappings go with the address space).
-fn drop_attachments(a: &Arena, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+fn drop_attachments(a: &Session, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
     {
         let _g = lock(a)?;
         crate::shm::attach::cut_cycle(a, claimed(a, idx, ok)?);

@@ -22,7 +22,7 @@
 //! returned to the system.
 //!
 //! Each mechanism has [`N`] entries (as many as the default `ipc_mni`
-//! allows objects), indexed as the key table indexes keys (`keys::home`:
+//! allows objects), indexed as the key table indexes keys (`hash::home`:
 //! consecutive keys, the `k++` and ftok patterns, never collide), so the
 //! cost of a lookup does not grow with the number of keys in use. The
 //! entries are allocated zeroed (`calloc`: untouched pages cost nothing),
@@ -35,16 +35,9 @@
 //! handled (no cache: every lookup takes the lock).
 #![allow(unsafe_code)]
 
-use crate::arena::Arena;
 use crate::arena::layout::Mech;
-use crate::creds::Cred;
-use crate::errno::SysResult;
-use crate::ids;
-use crate::object::{Head, LIVE, Slot};
-use crate::perm;
-use crate::registry::{self, Kind};
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
-use core::sync::atomic::{AtomicU64, fence};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
 
 /// Keys remembered per mechanism (a power of two).
 const N: usize = 32768;
@@ -82,7 +75,7 @@ impl Recent {
     /// The two words of `key`'s entry (none without a cache).
     #[inline(always)]
     fn entry(&self, mech: Mech, key: i32) -> Option<(&AtomicU64, &AtomicU64)> {
-        let i = (mech as usize * N + crate::keys::home(key, N as u32) as usize) * WORDS;
+        let i = (mech as usize * N + crate::hash::home(key, N as u32) as usize) * WORDS;
         Some((self.w.get(i)?, self.w.get(i + 1)?))
     }
 
@@ -101,7 +94,7 @@ impl Recent {
     }
 
     #[inline(always)]
-    fn recall(&self, mech: Mech, key: i32) -> Option<(u32, u64)> {
+    pub(crate) fn recall(&self, mech: Mech, key: i32) -> Option<(u32, u64)> {
         let (kv, g) = self.entry(mech, key)?;
         let kv = kv.load(Relaxed);
         if (kv >> 32) as u32 != key as u32 {
@@ -110,46 +103,4 @@ impl Recent {
         let idx = (kv as u32).checked_sub(1)?;
         Some((idx, g.load(Relaxed)))
     }
-}
-
-/// What `ipcget_public` answers for an existing `key` (after EEXIST, which
-/// the caller has ruled out): `more_checks`, then `ipcperms(flg)`, then the
-/// id; `None` when it must be asked under the registry lock (module doc).
-#[inline]
-pub fn existing<K: Kind>(
-    a: &Arena,
-    recent: &Recent,
-    cred: &Cred,
-    key: i32,
-    flg: i32,
-    more_checks: impl Fn(&K::Slot) -> SysResult<()>,
-) -> Option<SysResult<i32>> {
-    let (idx, generation) = recent.recall(K::MECH, key)?;
-    if !ids::is_used(a, K::MECH, idx) {
-        return None;
-    }
-    let s = registry::slot::<K>(a, idx).ok()?;
-    let h = s.head();
-    // Acquire: pairs with the Release that publishes LIVE, and with
-    // IPC_SET's even `perm_seq` (its fields written before it).
-    let ps = h.perm_seq.load(Acquire);
-    if ps & 1 != 0 || !same(h, generation, key) {
-        return None;
-    }
-    let r = more_checks(s).and_then(|()| perm::ipcperms(cred, h, flg));
-    let seq = h.seq.load(Relaxed);
-    // Everything above is read before the second look.
-    fence(Acquire);
-    if h.perm_seq.load(Relaxed) != ps || !same(h, generation, key) {
-        return None;
-    }
-    Some(r.map(|()| a.layout().make_id(seq, idx)))
-}
-
-/// The slot holds the live object of `generation` with `key`.
-#[inline(always)]
-fn same(h: &Head, generation: u64, key: i32) -> bool {
-    h.state.load(Acquire) == LIVE
-        && h.generation.load(Relaxed) == generation
-        && h.key.load(Relaxed) == key
 }

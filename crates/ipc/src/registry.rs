@@ -21,15 +21,19 @@
 //! fails (ENOMEM) or dies is retried by the next locker. The key table is
 //! rebuilt in place when it is sound and large enough: no memory needed.
 
-use crate::arena::Arena;
 use crate::arena::header::Registry;
 use crate::arena::layout::Mech;
 use crate::errno::Errno;
 use crate::ids::{self, Bitmap};
 use crate::keys;
 use crate::lock::Guard;
+use crate::creds::Cred;
+use crate::errno::SysResult;
 use crate::object::{CREATING, DELETING, FREE, Head, LIVE, Slot};
+use crate::perm;
+use crate::session::Session;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::fence;
 
 /// `IPC_PRIVATE`.
 pub const IPC_PRIVATE: i32 = 0;
@@ -43,22 +47,22 @@ pub trait Kind {
     type Slot: Slot;
     const MECH: Mech;
     /// The mechanism counters this live object accounts for (`used`, `used2`).
-    fn usage(a: &Arena, s: &Self::Slot) -> (u64, u64);
+    fn usage(a: &Session, s: &Self::Slot) -> (u64, u64);
     /// Frees what the object owns outside its slot; idempotent (clears each
     /// reference before freeing it), since a repair may run it again.
-    fn release(a: &Arena, s: &Self::Slot);
+    fn release(a: &Session, s: &Self::Slot);
     /// Finishes or undoes what a holder of the object lock was doing when
     /// it died (its roll-forward journal).
-    fn repair_object(a: &Arena, s: &Self::Slot) -> Result<(), Errno>;
+    fn repair_object(a: &Session, s: &Self::Slot) -> Result<(), Errno>;
     /// What the consistency check finds wrong inside one object (its
     /// queues and lists), object lock held.
-    fn check_object(_a: &Arena, _s: &Self::Slot) -> Vec<String> {
+    fn check_object(_a: &Session, _s: &Self::Slot) -> Vec<String> {
         Vec::new()
     }
 }
 
 /// Locks an object, repairing it first if the previous holder died.
-pub fn lock_object<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
+pub fn lock_object<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
     let mut g = s.head().lock.lock()?;
     if g.recovered() {
         K::repair_object(a, s)?;
@@ -70,7 +74,7 @@ pub fn lock_object<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, 
 /// [`lock_object`] whatever the call's lock deadline: for the cleanup
 /// after a wait (a sleeper taking its record off the queue), which must
 /// not fail where the wait ended.
-pub fn lock_object_unbounded<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
+pub fn lock_object_unbounded<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
     let mut g = s.head().lock.lock_unbounded()?;
     if g.recovered() {
         K::repair_object(a, s)?;
@@ -82,7 +86,7 @@ pub fn lock_object_unbounded<'a, K: Kind>(a: &Arena, s: &'a K::Slot) -> Result<G
 /// [`lock_object`] until `deadline` (CLOCK_MONOTONIC ns) whatever the
 /// call's lock deadline: ETIMEDOUT after it.
 pub fn lock_object_until<'a, K: Kind>(
-    a: &Arena,
+    a: &Session,
     s: &'a K::Slot,
     deadline: u64,
 ) -> Result<Guard<'a>, Errno> {
@@ -96,7 +100,7 @@ pub fn lock_object_until<'a, K: Kind>(
 
 /// The slot of index `idx`. Only for an index whose used bit is (or was
 /// just) set: other slots' pages may not be reserved.
-pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
+pub fn slot<K: Kind>(a: &Session, idx: u32) -> Result<&K::Slot, Errno> {
     if idx >= a.layout().ipc_mni {
         return Err(Errno::EINVAL);
     }
@@ -105,7 +109,7 @@ pub fn slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
 
 /// The slot of index `idx` if the index is in use (EINVAL otherwise),
 /// without the registry lock.
-pub fn used_slot<K: Kind>(a: &Arena, idx: u32) -> Result<&K::Slot, Errno> {
+pub fn used_slot<K: Kind>(a: &Session, idx: u32) -> Result<&K::Slot, Errno> {
     if !ids::is_used(a, K::MECH, idx) {
         return Err(Errno::EINVAL);
     }
@@ -125,7 +129,7 @@ pub struct Found<'a, S> {
 /// the moves stall on store forwarding).
 #[repr(C)]
 pub struct Reg<'a> {
-    pub a: &'a Arena,
+    pub a: &'a Session,
     pub r: &'a Registry,
     mech: Mech,
     /// `rebuild::<K>` for this registry's mechanism.
@@ -136,7 +140,7 @@ pub struct Reg<'a> {
 impl<'a> Reg<'a> {
     /// Locks the registry of `K`, repairing it first if the previous holder died.
     #[inline(always)]
-    pub fn lock<K: Kind>(a: &'a Arena) -> Result<Reg<'a>, Errno> {
+    pub fn lock<K: Kind>(a: &'a Session) -> Result<Reg<'a>, Errno> {
         let r = &a.header().registries[K::MECH as usize];
         let g = r.lock.lock()?;
         let mut reg = Reg {
@@ -425,7 +429,7 @@ fn rebuild_of<K: Kind>(reg: &Reg<'_>) -> Result<(), Errno> {
 /// `ipc_obtain_object_check`: the live object with `id`, without the
 /// registry lock. EINVAL when the index is unused or holds another object
 /// (its sequence number differs).
-pub fn obtain<K: Kind>(a: &Arena, id: i32) -> Result<Found<'_, K::Slot>, Errno> {
+pub fn obtain<K: Kind>(a: &Session, id: i32) -> Result<Found<'_, K::Slot>, Errno> {
     let l = a.layout();
     if id < 0 {
         return Err(Errno::EINVAL);
@@ -447,7 +451,7 @@ pub fn obtain<K: Kind>(a: &Arena, id: i32) -> Result<Found<'_, K::Slot>, Errno> 
 
 /// `ipc_obtain_object_idr` for the `*_STAT` commands: the live object at
 /// index `idx`, whatever its sequence number.
-pub fn obtain_idx<K: Kind>(a: &Arena, idx: u32) -> Result<Found<'_, K::Slot>, Errno> {
+pub fn obtain_idx<K: Kind>(a: &Session, idx: u32) -> Result<Found<'_, K::Slot>, Errno> {
     let s = used_slot::<K>(a, idx)?;
     let h = s.head();
     // Acquire: as in `obtain`.
@@ -470,4 +474,46 @@ pub fn still_valid<S: Slot>(f: &Found<'_, S>) -> Result<(), Errno> {
         return Err(Errno::EIDRM);
     }
     Ok(())
+}
+
+/// What `ipcget_public` answers for an existing `key` this process found
+/// before (`recent.rs`), without the registry lock (after EEXIST, which
+/// the caller has ruled out): `more_checks`, then `ipcperms(flg)`, then the
+/// id; `None` when it must be asked under the registry lock (module doc).
+#[inline]
+pub fn existing<K: Kind>(
+    a: &Session,
+    cred: &Cred,
+    key: i32,
+    flg: i32,
+    more_checks: impl Fn(&K::Slot) -> SysResult<()>,
+) -> Option<SysResult<i32>> {
+    let (idx, generation) = a.recent().recall(K::MECH, key)?;
+    if !ids::is_used(a, K::MECH, idx) {
+        return None;
+    }
+    let s = slot::<K>(a, idx).ok()?;
+    let h = s.head();
+    // Acquire: pairs with the Release that publishes LIVE, and with
+    // IPC_SET's even `perm_seq` (its fields written before it).
+    let ps = h.perm_seq.load(Acquire);
+    if ps & 1 != 0 || !same(h, generation, key) {
+        return None;
+    }
+    let r = more_checks(s).and_then(|()| perm::ipcperms(cred, h, flg));
+    let seq = h.seq.load(Relaxed);
+    // Everything above is read before the second look.
+    fence(Acquire);
+    if h.perm_seq.load(Relaxed) != ps || !same(h, generation, key) {
+        return None;
+    }
+    Some(r.map(|()| a.layout().make_id(seq, idx)))
+}
+
+/// The slot holds the live object of `generation` with `key`.
+#[inline(always)]
+fn same(h: &Head, generation: u64, key: i32) -> bool {
+    h.state.load(Acquire) == LIVE
+        && h.generation.load(Relaxed) == generation
+        && h.key.load(Relaxed) == key
 }

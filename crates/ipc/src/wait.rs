@@ -23,7 +23,7 @@
 //! @8, `who` @16, `pid` @24, `nops` @28, `ops` @32, `blocking` @40,
 //! `flags` @44, `spare` @48 (semop: the undo entry; the heartbeat).
 
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::heap;
@@ -76,7 +76,7 @@ crate::arena::map::shared_types!(Waiter);
 pub const WAITER_BYTES: u64 = 64;
 
 /// The record at `off`, if `off` can be one (inside the heap, aligned).
-pub fn at(a: &Arena, off: u64) -> Result<&Waiter, Errno> {
+pub fn at(a: &Session, off: u64) -> Result<&Waiter, Errno> {
     if off == 0 || !off.is_multiple_of(WAITER_BYTES) || !a.in_heap(off, WAITER_BYTES) {
         return Err(Errno::EUCLEAN);
     }
@@ -93,7 +93,7 @@ const MAX_QUEUE: u64 = 1 << 16;
 /// a list longer than [`MAX_QUEUE`] ends the list there: the link is cut.
 /// The snapshot is the only memory a walk takes (at most `MAX_QUEUE`
 /// offsets; if even that cannot be had, the records it holds so far).
-pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
+pub fn snapshot(a: &Session, head: &AtomicU64) -> Vec<u64> {
     let next = |off: u64| at(a, off).ok().map(|w| w.next.load(Relaxed));
     let mut out: Vec<u64> = Vec::new();
     let mut walk = Chain::new(head.load(Relaxed), next);
@@ -122,7 +122,7 @@ pub fn snapshot(a: &Arena, head: &AtomicU64) -> Vec<u64> {
 }
 
 /// Ends the queue after record `last` (at its head when `None`).
-fn cut_after(a: &Arena, head: &AtomicU64, last: Option<u64>) {
+fn cut_after(a: &Session, head: &AtomicU64, last: Option<u64>) {
     match last.and_then(|p| at(a, p).ok()) {
         Some(p) => p.next.store(0, Relaxed),
         None => head.store(0, Relaxed),
@@ -130,7 +130,7 @@ fn cut_after(a: &Arena, head: &AtomicU64, last: Option<u64>) {
 }
 
 /// Appends `off` at the end of the queue (FIFO).
-pub fn append(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
+pub fn append(a: &Session, head: &AtomicU64, off: u64) -> Result<(), Errno> {
     at(a, off)?.next.store(0, Relaxed);
     match snapshot(a, head).last() {
         None => head.store(off, Relaxed),
@@ -140,7 +140,7 @@ pub fn append(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
 }
 
 /// Unlinks `off` from the queue, if it is on it.
-pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
+pub fn unlink(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
     // A well-formed queue (cycles are cut by `snapshot`).
     let queue = snapshot(a, head);
     if !queue.contains(&off) {
@@ -163,7 +163,7 @@ pub fn unlink(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 
 /// Ends a queued record's wait with `status` (0 or an errno): unlinks it
 /// and wakes its sleeper. Object lock held.
-pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
+pub fn complete(a: &Session, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
     unlink(a, head, off)?;
     let w = at(a, off)?;
     park::complete(&w.state, &w.status, status, &RealPark {
@@ -181,7 +181,7 @@ pub fn complete(a: &Arena, head: &AtomicU64, off: u64, status: i32) -> Result<()
 /// ([`CANCELLED`]): unlinked, marked, woken. A record already DONE (or no
 /// longer on the queue) is left alone. Whether it was cancelled. Object
 /// lock held.
-pub fn cancel(a: &Arena, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
+pub fn cancel(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
     let w = at(a, off)?;
     if w.state.load(Relaxed) == DONE || !unlink(a, head, off)? {
         return Ok(false);
@@ -253,7 +253,7 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
 
 /// Drops every record of the queue whose sleeper is gone. Object lock
 /// held.
-pub fn prune(a: &Arena, head: &AtomicU64) {
+pub fn prune(a: &Session, head: &AtomicU64) {
     for off in snapshot(a, head) {
         if let Ok(w) = at(a, off)
             && w.state.load(Relaxed) != DONE
@@ -271,7 +271,7 @@ pub fn beat(w: &Waiter) {
 
 /// Unlinks and frees a record whose sleeper died (only once it is off the
 /// queue: a record still linked is never freed). Object lock held.
-pub fn drop_dead(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
+pub fn drop_dead(a: &Session, head: &AtomicU64, off: u64) -> Result<(), Errno> {
     if unlink(a, head, off)? {
         release(a, off);
     }
@@ -280,7 +280,7 @@ pub fn drop_dead(a: &Arena, head: &AtomicU64, off: u64) -> Result<(), Errno> {
 
 /// Frees a record and what it points to. Its ticket is cleared first, so
 /// a journal naming the old record never takes a new one for it.
-pub fn release(a: &Arena, off: u64) {
+pub fn release(a: &Session, off: u64) {
     if let Ok(w) = at(a, off) {
         w.flags.store(0, Relaxed);
         let ops = w.ops.swap(0, Relaxed);

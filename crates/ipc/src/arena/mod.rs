@@ -117,9 +117,6 @@ fn percpu_name(m: u32) -> &'static str {
 /// breaks the namespace, as one that scribbles over it does (see the
 /// README's security section).
 pub struct Arena {
-    /// This process's record in the arena's process table: the fork
-    /// generation (high half) and index + 1 (low half), 0 if none yet.
-    pub(crate) own_proc: core::sync::atomic::AtomicU64,
     path: PathBuf,
     /// The arena file as it was when attached (device, inode, owner,
     /// mode). No descriptor is kept: the one used to map it is closed at
@@ -129,10 +126,6 @@ pub struct Arena {
     id: crate::sys::Stat,
     map: Mapping,
     layout: Layout,
-    /// The heap's per-cpu caches, if this process may use them.
-    caches: Option<crate::heap::Caches>,
-    /// Keys this process found (`recent.rs`).
-    recent: crate::recent::Recent,
 }
 
 /// How much of an arena of layout `l` is mapped at first, beyond the
@@ -187,20 +180,18 @@ pub fn own_userns() -> u64 {
 }
 
 impl Arena {
-    /// Creates the arena at `path`; EEXIST-like [`ArenaError::Exists`] if
-    /// something is there already.
-    pub fn create(path: &Path, opts: CreateOptions) -> Result<Arena, ArenaError> {
-        let layout = Layout::new(opts.extend, opts.heap_size, crate::heap::cache_cpus());
+    /// Creates the arena at `path`, with room for the heap caches of
+    /// `cache_cpus` cpus; EEXIST-like [`ArenaError::Exists`] if something
+    /// is there already.
+    pub fn create(path: &Path, opts: CreateOptions, cache_cpus: u32) -> Result<Arena, ArenaError> {
+        let layout = Layout::new(opts.extend, opts.heap_size, cache_cpus);
         let (tmp, file) = file::create_temporary(path, opts.mode)?;
         let result = (|| {
             file.set_len(layout.size).map_err(io_err(&tmp))?;
             let map = map_arena(&file, &layout).map_err(io_err(&tmp))?;
             let id = file.stat().map_err(io_err(&tmp))?;
             let mut arena = Arena {
-                own_proc: core::sync::atomic::AtomicU64::new(0),
                 path: path.to_path_buf(),
-                caches: crate::heap::Caches::new(&map, &layout),
-                recent: crate::recent::Recent::new(),
                 id,
                 map,
                 layout,
@@ -310,10 +301,7 @@ impl Arena {
         // The descriptor is closed by the caller: the mapping is all we use.
         let map = map_arena(file, &layout).map_err(io_err(path))?;
         let arena = Arena {
-            own_proc: core::sync::atomic::AtomicU64::new(0),
             path: path.to_path_buf(),
-            caches: crate::heap::Caches::new(&map, &layout),
-            recent: crate::recent::Recent::new(),
             id: *meta,
             map,
             layout,
@@ -392,14 +380,9 @@ impl Arena {
         &self.layout
     }
 
-    /// The keys this process found (`recent.rs`).
-    pub(crate) fn recent(&self) -> &crate::recent::Recent {
-        &self.recent
-    }
-
-    /// The heap's per-cpu caches, if this process uses them.
-    pub(crate) fn caches(&self) -> Option<&crate::heap::Caches> {
-        self.caches.as_ref()
+    /// The mapping itself (for the heap caches' handle).
+    pub(crate) fn mapping(&self) -> &Mapping {
+        &self.map
     }
 
     pub fn header(&self) -> &Header {

@@ -22,19 +22,17 @@
 //! queue's counts against its list instead.
 
 mod queue;
-mod recv;
+pub(crate) mod recv;
 pub use recv::RecvBuf;
-mod send;
+pub(crate) mod send;
 
 use crate::abi::{self, msginfo, msqid64_ds};
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
-use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
-use crate::namespace::Namespace;
 use crate::object::MsgSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object};
 use crate::time::now;
@@ -58,12 +56,12 @@ impl Kind for MsgKind {
     type Slot = MsgSlot;
     const MECH: Mech = Mech::Msg;
 
-    fn usage(_a: &Arena, _s: &MsgSlot) -> (u64, u64) {
+    fn usage(_a: &Session, _s: &MsgSlot) -> (u64, u64) {
         // The totals are summed when asked (module doc).
         (0, 0)
     }
 
-    fn release(a: &Arena, s: &MsgSlot) {
+    fn release(a: &Session, s: &MsgSlot) {
         // freeque: "expunge_all(msq, -EIDRM, &wake_q); ss_wakeup(msq,
         // &wake_q, true);". Each record stays its sleeper's to free.
         queue::wake_all(a, s, 0, libc::EIDRM);
@@ -90,159 +88,152 @@ impl Kind for MsgKind {
         s.qnum.store(0, Relaxed);
     }
 
-    fn repair_object(a: &Arena, s: &MsgSlot) -> Result<(), Errno> {
+    fn repair_object(a: &Session, s: &MsgSlot) -> Result<(), Errno> {
         queue::repair(a, s);
         Ok(())
     }
 
-    fn check_object(a: &Arena, s: &MsgSlot) -> Vec<String> {
+    fn check_object(a: &Session, s: &MsgSlot) -> Vec<String> {
         queue::audit(a, s)
     }
 }
 
-impl Namespace {
-    /// `msgget(key, msgflg)`.
-    ///
-    /// ipc/msg.c `ksys_msgget`, `newque`; ipc/util.c `ipcget_public`.
-    pub fn msgget(&self, cred: &Cred, key: i32, msgflg: i32) -> SysResult<i32> {
-        let a = self.arena();
-        let lim = &a.header().limits;
-        let excl = msgflg & abi::IPC_CREAT != 0 && msgflg & abi::IPC_EXCL != 0;
-        // msg has no more_checks. A key found before, without the
-        // registry lock (`recent.rs`).
-        if key != IPC_PRIVATE
-            && !excl
-            && let Some(r) = recent::existing::<MsgKind>(a, a.recent(), cred, key, msgflg, |_| Ok(()))
-        {
-            return r;
-        }
-        let reg = Reg::lock::<MsgKind>(a)?;
-        if key != IPC_PRIVATE
-            && let Some(idx) = reg.find_key(key)?
-        {
-            if excl {
-                return Err(Errno::EEXIST);
-            }
-            return ctl::existing::<MsgKind>(a, cred, key, idx, msgflg, |_| Ok(()));
-        }
-        if key != IPC_PRIVATE && msgflg & abi::IPC_CREAT == 0 {
-            return Err(Errno::ENOENT);
-        }
-        reg.create::<MsgKind>(lim.msgmni.load(Relaxed), key, |s| {
-            ctl::init_head(cred, &s.head, msgflg, now());
-            // newque: "msq->q_qbytes = ns->msg_ctlmnb".
-            s.qbytes
-                .store(lim.msgmnb.load(Relaxed) as u32 as u64, Relaxed);
-            s.cbytes.store(0, Relaxed);
-            s.qnum.store(0, Relaxed);
-            s.lspid.store(0, Relaxed);
-            s.lrpid.store(0, Relaxed);
-            s.stime.store(0, Relaxed);
-            s.rtime.store(0, Relaxed);
-            s.first.store(0, Relaxed);
-            s.last.store(0, Relaxed);
-            s.waiters.store(0, Relaxed);
-            s.cache.store(0, Relaxed);
-            s.journal.store(0, Relaxed);
-            s.journal_aux.store(0, Relaxed);
-            Ok(())
-        })
+/// [`Namespace::msgget`](crate::Namespace::msgget)'s work.
+pub(crate) fn msgget(a: &Session, cred: &Cred, key: i32, msgflg: i32) -> SysResult<i32> {
+    let lim = &a.header().limits;
+    let excl = msgflg & abi::IPC_CREAT != 0 && msgflg & abi::IPC_EXCL != 0;
+    // msg has no more_checks. A key found before, without the
+    // registry lock (`recent.rs`).
+    if key != IPC_PRIVATE
+        && !excl
+        && let Some(r) = registry::existing::<MsgKind>(a, cred, key, msgflg, |_| Ok(()))
+    {
+        return r;
     }
+    let reg = Reg::lock::<MsgKind>(a)?;
+    if key != IPC_PRIVATE
+        && let Some(idx) = reg.find_key(key)?
+    {
+        if excl {
+            return Err(Errno::EEXIST);
+        }
+        return ctl::existing::<MsgKind>(a, cred, key, idx, msgflg, |_| Ok(()));
+    }
+    if key != IPC_PRIVATE && msgflg & abi::IPC_CREAT == 0 {
+        return Err(Errno::ENOENT);
+    }
+    reg.create::<MsgKind>(lim.msgmni.load(Relaxed), key, |s| {
+        ctl::init_head(cred, &s.head, msgflg, now());
+        // newque: "msq->q_qbytes = ns->msg_ctlmnb".
+        s.qbytes
+            .store(lim.msgmnb.load(Relaxed) as u32 as u64, Relaxed);
+        s.cbytes.store(0, Relaxed);
+        s.qnum.store(0, Relaxed);
+        s.lspid.store(0, Relaxed);
+        s.lrpid.store(0, Relaxed);
+        s.stime.store(0, Relaxed);
+        s.rtime.store(0, Relaxed);
+        s.first.store(0, Relaxed);
+        s.last.store(0, Relaxed);
+        s.waiters.store(0, Relaxed);
+        s.cache.store(0, Relaxed);
+        s.journal.store(0, Relaxed);
+        s.journal_aux.store(0, Relaxed);
+        Ok(())
+    })
+}
 
-    /// `msgctl(msqid, cmd, buf)`.
-    ///
-    /// ipc/msg.c `ksys_msgctl`, `msgctl_info`, `msgctl_stat`, `msgctl_down`.
-    pub fn msgctl(&self, cred: &Cred, msqid: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32> {
-        let a = self.arena();
-        // "if (msqid < 0 || cmd < 0) return -EINVAL".
-        if msqid < 0 || cmd < 0 {
-            return Err(Errno::EINVAL);
+/// [`Namespace::msgctl`](crate::Namespace::msgctl)'s work.
+pub(crate) fn msgctl(a: &Session, cred: &Cred, msqid: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32> {
+    // "if (msqid < 0 || cmd < 0) return -EINVAL".
+    if msqid < 0 || cmd < 0 {
+        return Err(Errno::EINVAL);
+    }
+    match cmd {
+        abi::IPC_INFO | abi::MSG_INFO => {
+            let MsgArg::Info(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let l = &a.header().limits;
+            *out = msginfo {
+                msgmni: l.msgmni.load(Relaxed),
+                msgmax: l.msgmax.load(Relaxed),
+                msgmnb: l.msgmnb.load(Relaxed),
+                msgssz: MSGSSZ,
+                msgseg: MSGSEG,
+                ..msginfo::default()
+            };
+            let reg = Reg::lock::<MsgKind>(a)?;
+            if cmd == abi::MSG_INFO {
+                // "percpu_counter_sum(&ns->percpu_msg_hdrs)", bytes
+                // likewise: here the sums of the queues' counts.
+                let (bytes, msgs) = totals(a, &reg)?;
+                out.msgpool = reg.r.in_use.load(Relaxed) as i32;
+                out.msgmap = msgs.min(i32::MAX as u64) as i32;
+                out.msgtql = bytes.min(i32::MAX as u64) as i32;
+            } else {
+                out.msgpool = MSGPOOL;
+                out.msgmap = MSGMAP;
+                out.msgtql = MSGTQL;
+            }
+            Ok(ctl::info_maxidx(&reg))
         }
-        match cmd {
-            abi::IPC_INFO | abi::MSG_INFO => {
-                let MsgArg::Info(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                let l = &a.header().limits;
-                *out = msginfo {
-                    msgmni: l.msgmni.load(Relaxed),
-                    msgmax: l.msgmax.load(Relaxed),
-                    msgmnb: l.msgmnb.load(Relaxed),
-                    msgssz: MSGSSZ,
-                    msgseg: MSGSEG,
-                    ..msginfo::default()
-                };
-                let reg = Reg::lock::<MsgKind>(a)?;
-                if cmd == abi::MSG_INFO {
-                    // "percpu_counter_sum(&ns->percpu_msg_hdrs)", bytes
-                    // likewise: here the sums of the queues' counts.
-                    let (bytes, msgs) = totals(a, &reg)?;
-                    out.msgpool = reg.r.in_use.load(Relaxed) as i32;
-                    out.msgmap = msgs.min(i32::MAX as u64) as i32;
-                    out.msgtql = bytes.min(i32::MAX as u64) as i32;
-                } else {
-                    out.msgpool = MSGPOOL;
-                    out.msgmap = MSGMAP;
-                    out.msgtql = MSGTQL;
+        abi::IPC_STAT | abi::MSG_STAT | abi::MSG_STAT_ANY => {
+            let MsgArg::Ds(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            *out = msqid64_ds::default();
+            let (id, s, _g) = ctl::stat_lookup::<MsgKind>(
+                a,
+                cred,
+                msqid,
+                cmd != abi::IPC_STAT,
+                cmd == abi::MSG_STAT_ANY,
+            )?;
+            out.msg_perm = ctl::perm_out(cred, &s.head);
+            out.msg_stime = s.stime.load(Relaxed);
+            out.msg_rtime = s.rtime.load(Relaxed);
+            out.msg_ctime = s.head.ctime.load(Relaxed);
+            out.msg_cbytes = s.cbytes.load(Relaxed);
+            out.msg_qnum = s.qnum.load(Relaxed);
+            out.msg_qbytes = s.qbytes.load(Relaxed);
+            out.msg_lspid = s.lspid.load(Relaxed);
+            out.msg_lrpid = s.lrpid.load(Relaxed);
+            Ok(if cmd == abi::IPC_STAT { 0 } else { id })
+        }
+        abi::IPC_SET => {
+            let MsgArg::Ds(ds) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let ds = *ds;
+            ctl::down::<MsgKind, _>(a, cred, msqid, |_, _, s| {
+                // msgctl_down: the new size passes through 32 bits and
+                // is compared unsigned with msgmnb; raising it above
+                // needs CAP_SYS_RESOURCE.
+                let qb = ds.msg_qbytes as u32;
+                let mnb = a.header().limits.msgmnb.load(Relaxed) as u32;
+                if qb > mnb && !cred.cap_sys_resource {
+                    return Err(Errno::EPERM);
                 }
-                Ok(ctl::info_maxidx(&reg))
-            }
-            abi::IPC_STAT | abi::MSG_STAT | abi::MSG_STAT_ANY => {
-                let MsgArg::Ds(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                *out = msqid64_ds::default();
-                let (id, s, _g) = ctl::stat_lookup::<MsgKind>(
-                    a,
-                    cred,
-                    msqid,
-                    cmd != abi::IPC_STAT,
-                    cmd == abi::MSG_STAT_ANY,
-                )?;
-                out.msg_perm = ctl::perm_out(cred, &s.head);
-                out.msg_stime = s.stime.load(Relaxed);
-                out.msg_rtime = s.rtime.load(Relaxed);
-                out.msg_ctime = s.head.ctime.load(Relaxed);
-                out.msg_cbytes = s.cbytes.load(Relaxed);
-                out.msg_qnum = s.qnum.load(Relaxed);
-                out.msg_qbytes = s.qbytes.load(Relaxed);
-                out.msg_lspid = s.lspid.load(Relaxed);
-                out.msg_lrpid = s.lrpid.load(Relaxed);
-                Ok(if cmd == abi::IPC_STAT { 0 } else { id })
-            }
-            abi::IPC_SET => {
-                let MsgArg::Ds(ds) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                let ds = *ds;
-                ctl::down::<MsgKind, _>(a, cred, msqid, |_, _, s| {
-                    // msgctl_down: the new size passes through 32 bits and
-                    // is compared unsigned with msgmnb; raising it above
-                    // needs CAP_SYS_RESOURCE.
-                    let qb = ds.msg_qbytes as u32;
-                    let mnb = a.header().limits.msgmnb.load(Relaxed) as u32;
-                    if qb > mnb && !cred.cap_sys_resource {
-                        return Err(Errno::EPERM);
-                    }
-                    ctl::update_perm(cred, &s.head, &ds.msg_perm)?;
-                    s.qbytes.store(u64::from(qb), Relaxed);
-                    s.head.ctime.store(now(), Relaxed);
-                    // "sleeping receivers might be excluded by stricter
-                    // permissions": they retry. "sleeping senders might be
-                    // able to send due to a larger queue size".
-                    queue::wake_all(a, s, queue::KIND_RECV, libc::EAGAIN);
-                    queue::wake_senders(a, s)?;
-                    Ok(0)
-                })
-            }
-            abi::IPC_RMID => ctl::down::<MsgKind, _>(a, cred, msqid, |reg, idx, _| {
-                reg.remove::<MsgKind>(idx)?;
+                ctl::update_perm(cred, &s.head, &ds.msg_perm)?;
+                s.qbytes.store(u64::from(qb), Relaxed);
+                s.head.ctime.store(now(), Relaxed);
+                // "sleeping receivers might be excluded by stricter
+                // permissions": they retry. "sleeping senders might be
+                // able to send due to a larger queue size".
+                queue::wake_all(a, s, queue::KIND_RECV, libc::EAGAIN);
+                queue::wake_senders(a, s)?;
                 Ok(0)
-            }),
-            _ => Err(Errno::EINVAL),
+            })
         }
+        abi::IPC_RMID => ctl::down::<MsgKind, _>(a, cred, msqid, |reg, idx, _| {
+            reg.remove::<MsgKind>(idx)?;
+            Ok(0)
+        }),
+        _ => Err(Errno::EINVAL),
     }
 }
+
 
 /// The last argument of `msgctl`, typed; the wrong kind is EFAULT.
 pub enum MsgArg<'a> {
@@ -254,7 +245,7 @@ pub enum MsgArg<'a> {
 /// The bytes and messages queued in the whole namespace: each queue's
 /// counts, read under its lock (so a queue whose last holder died is
 /// repaired first). Registry lock held.
-fn totals(a: &Arena, reg: &Reg<'_>) -> SysResult<(u64, u64)> {
+fn totals(a: &Session, reg: &Reg<'_>) -> SysResult<(u64, u64)> {
     let (mut bytes, mut msgs) = (0u64, 0u64);
     for idx in reg.bm().iter() {
         let s = registry::slot::<MsgKind>(a, idx)?;

@@ -37,7 +37,7 @@
 //! cuts the list there (what follows is leaked).
 
 use super::MSG_HEADER;
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::arena::bytes;
 use crate::chain::Chain;
 use crate::errno::{Errno, SysResult};
@@ -79,18 +79,18 @@ const SIGHTING: u32 = 1 << 8;
 const SPIN_TRUST_NS: u64 = 15_000;
 
 /// The most blocks (or records) a list can hold: a longer walk is a cycle.
-fn walk_limit(a: &Arena) -> u64 {
+fn walk_limit(a: &Session) -> u64 {
     a.layout().size / BLOCK_ALIGN
 }
 
 /// The most wait records a list is walked for (`chain.rs`: more sleepers
 /// than one queue can have).
-fn waiters_limit(a: &Arena) -> u64 {
+fn waiters_limit(a: &Session) -> u64 {
     walk_limit(a).min(crate::chain::MAX_LINKS)
 }
 
 /// The link of the message block at `off`, if it is one.
-fn link(a: &Arena, off: u64) -> Option<u64> {
+fn link(a: &Session, off: u64) -> Option<u64> {
     block(a, off).ok().map(|b| b.next())
 }
 
@@ -98,7 +98,7 @@ fn link(a: &Arena, off: u64) -> Option<u64> {
 /// the arena could hold, and cycle-proof (`chain.rs`: a list that loops
 /// back ends, broken, after about its tail and loop again, however large
 /// the arena's limit is). A link that is no block ends it, broken.
-pub(super) fn messages(a: &Arena, first: u64) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
+pub(super) fn messages(a: &Session, first: u64) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
     Chain::bounded(first, move |off| link(a, off), walk_limit(a))
 }
 
@@ -111,7 +111,7 @@ pub(super) struct Block<'a> {
 }
 
 /// The block at `off`; EUCLEAN when it cannot be one.
-pub(super) fn block(a: &Arena, off: u64) -> SysResult<Block<'_>> {
+pub(super) fn block(a: &Session, off: u64) -> SysResult<Block<'_>> {
     if off == 0 || !off.is_multiple_of(BLOCK_ALIGN) || !a.in_heap(off, MSG_HEADER) {
         return Err(Errno::EUCLEAN);
     }
@@ -157,21 +157,21 @@ impl<'a> Block<'a> {
     }
     /// The text as words (the last one padded), inside the heap (checked
     /// by [`block`] for the block's size).
-    fn text(&self, a: &'a Arena) -> SysResult<&'a [AtomicU64]> {
+    fn text(&self, a: &'a Session) -> SysResult<&'a [AtomicU64]> {
         a.view_slice(self.off + MSG_HEADER, self.size().div_ceil(8) as usize)
     }
 
     /// Writes the text (the block's size must be `text.len()`), through
     /// the arena's bulk copy (arena/bytes.rs): relaxed atomic words for
     /// short texts, one string copy for long ones.
-    pub fn write_text(&self, a: &'a Arena, text: &[u8]) -> SysResult<()> {
+    pub fn write_text(&self, a: &'a Session, text: &[u8]) -> SysResult<()> {
         bytes::copy_in(self.text(a)?, text);
         Ok(())
     }
 
     /// Copies the first `out.len()` bytes of the text (at most its size)
     /// into `out`; returns how many. As `write_text`.
-    pub fn read_text(&self, a: &'a Arena, out: &mut [u8]) -> SysResult<usize> {
+    pub fn read_text(&self, a: &'a Session, out: &mut [u8]) -> SysResult<usize> {
         let n = out.len().min(self.size() as usize);
         Ok(bytes::copy_out(self.text(a)?, &mut out[..n]))
     }
@@ -181,7 +181,7 @@ impl<'a> Block<'a> {
 /// its size and sender written: the cached block if the heap would hand
 /// out the same class for this size, else a new one.
 pub(super) fn take_block<'a>(
-    a: &'a Arena,
+    a: &'a Session,
     s: &MsgSlot,
     size: u64,
     pid: i32,
@@ -215,7 +215,7 @@ pub(super) fn take_block<'a>(
 /// Puts back the block the journal names (OP_FILL or OP_RECV, unlinked):
 /// into the cache if it is empty, else to the heap; clears the journal.
 /// Idempotent: a block already cached stays.
-pub(super) fn recycle(a: &Arena, s: &MsgSlot, b: u64) {
+pub(super) fn recycle(a: &Session, s: &MsgSlot, b: u64) {
     let c = s.cache.load(Relaxed);
     if c == b {
         s.journal.store(0, Release);
@@ -235,7 +235,7 @@ pub(super) fn recycle(a: &Arena, s: &MsgSlot, b: u64) {
 }
 
 /// Disposes of a block nothing refers to any more (no journal entry).
-pub(super) fn discard(a: &Arena, s: Option<&MsgSlot>, b: u64) {
+pub(super) fn discard(a: &Session, s: Option<&MsgSlot>, b: u64) {
     let Ok(blk) = block(a, b) else {
         return;
     };
@@ -248,7 +248,7 @@ pub(super) fn discard(a: &Arena, s: Option<&MsgSlot>, b: u64) {
 }
 
 /// Links `b` at the tail of the message list. Idempotent.
-pub(super) fn link_tail(a: &Arena, s: &MsgSlot, b: u64) -> SysResult<()> {
+pub(super) fn link_tail(a: &Session, s: &MsgSlot, b: u64) -> SysResult<()> {
     let last = s.last.load(Relaxed);
     if last == b {
         return Ok(());
@@ -266,7 +266,7 @@ pub(super) fn link_tail(a: &Arena, s: &MsgSlot, b: u64) -> SysResult<()> {
 /// linked to itself ends the list (it is taken, then recycled: a list
 /// still naming it would hand its block out twice), and whatever ends the
 /// list makes `prev` its last.
-pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> SysResult<()> {
+pub(super) fn unlink_at(a: &Session, s: &MsgSlot, prev: u64, b: &Block<'_>) -> SysResult<()> {
     let next = match b.next() {
         n if n == b.off => 0,
         n => n,
@@ -284,7 +284,7 @@ pub(super) fn unlink_at(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>) -> Sys
 
 /// Takes `b` off the list wherever it is (a repair). Idempotent. A bad
 /// link or a cycle ends the search (the recount cuts them).
-fn ensure_unlinked(a: &Arena, s: &MsgSlot, b: u64) {
+fn ensure_unlinked(a: &Session, s: &MsgSlot, b: u64) {
     let mut prev = 0u64;
     for cur in messages(a, s.first.load(Relaxed)) {
         if cur == b {
@@ -300,7 +300,7 @@ fn ensure_unlinked(a: &Arena, s: &MsgSlot, b: u64) {
 /// Recounts `cbytes`, `qnum` and `last` from the list, cutting it where a
 /// cycle closes (what the list was as far as it was sound) and at the
 /// first link that is not a block.
-pub(super) fn recount(a: &Arena, s: &MsgSlot) {
+pub(super) fn recount(a: &Session, s: &MsgSlot) {
     if let Some(closing) = crate::chain::cut_point(s.first.load(Relaxed), |off| link(a, off))
         && let Ok(c) = block(a, closing)
     {
@@ -340,7 +340,7 @@ pub(super) fn fits(s: &MsgSlot, size: u64) -> bool {
 
 /// What a repair does: the journaled change again, from the start, then
 /// the counts from the list. Leaves the journal clear.
-pub(super) fn repair(a: &Arena, s: &MsgSlot) {
+pub(super) fn repair(a: &Session, s: &MsgSlot) {
     let j = s.journal.load(Acquire);
     let aux = s.journal_aux.load(Relaxed);
     let b = j & !OP_MASK;
@@ -401,7 +401,7 @@ pub(super) fn wanted(w: &Waiter) -> (u32, i64) {
 /// The record names the calling thread and its real process (not the
 /// caller's `Cred::pid`, which a caller may have made for another
 /// process): wakers judge by them whether the sleeper lives.
-pub(super) fn enqueue(a: &Arena, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
+pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
     let off = heap::alloc(a, WAITER_BYTES)?;
     let w = wait::at(a, off)?;
     w.state.store(wait::QUEUED, Relaxed);
@@ -450,7 +450,7 @@ pub(super) fn uncollected_and_dead(w: &Waiter) -> bool {
 
 /// Unlinks and frees the record `off` (predecessor `prev`, 0 = head) of a
 /// sleeper found dead, with the block it was handed.
-pub(super) fn drop_record(a: &Arena, s: &MsgSlot, prev: u64, off: u64) -> SysResult<()> {
+pub(super) fn drop_record(a: &Session, s: &MsgSlot, prev: u64, off: u64) -> SysResult<()> {
     let w = wait::at(a, off)?;
     let next = w.next.load(Relaxed);
     if prev == 0 {
@@ -482,7 +482,7 @@ pub(super) enum Step {
 /// (Brent's mark; a record that `f` moved to the tail and the walk meets
 /// again ends the walk too, as the walkers that move records stop there).
 pub(super) fn walk(
-    a: &Arena,
+    a: &Session,
     s: &MsgSlot,
     mut f: impl FnMut(u64, u64, &Waiter) -> SysResult<Step>,
 ) -> SysResult<()> {
@@ -523,7 +523,7 @@ pub(super) fn walk(
 
 /// Cuts the wait records' list where it loops back, if it does: what the
 /// list was as far as it was sound (every record stays on it).
-fn cut_cycle(a: &Arena, s: &MsgSlot) {
+fn cut_cycle(a: &Session, s: &MsgSlot) {
     let next = |off: u64| wait::at(a, off).ok().map(|w| w.next.load(Relaxed));
     if let Some(closing) = crate::chain::cut_point(s.waiters.load(Relaxed), next)
         && let Ok(w) = wait::at(a, closing)
@@ -532,7 +532,7 @@ fn cut_cycle(a: &Arena, s: &MsgSlot) {
     }
 }
 
-fn on_list(a: &Arena, s: &MsgSlot, off: u64) -> bool {
+fn on_list(a: &Session, s: &MsgSlot, off: u64) -> bool {
     let mut found = false;
     let _ = walk(a, s, |_, cur, _| {
         found = cur == off;
@@ -562,7 +562,7 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
 /// `ss_wakeup(msq, &wake_q, false)`: wakes the blocked senders whose
 /// message now fits (they retry); the others go to the tail, in order, and
 /// the walk stops when it meets the first of them again.
-pub(super) fn wake_senders(a: &Arena, s: &MsgSlot) -> SysResult<()> {
+pub(super) fn wake_senders(a: &Session, s: &MsgSlot) -> SysResult<()> {
     let mut stop = 0u64;
     walk(a, s, |prev, cur, w| {
         if w.nops.load(Relaxed) != KIND_SEND {
@@ -594,7 +594,7 @@ pub(super) fn wake_senders(a: &Arena, s: &MsgSlot) -> SysResult<()> {
 }
 
 /// `list_move_tail`, journaled (two links change).
-fn move_to_tail(a: &Arena, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
+fn move_to_tail(a: &Session, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
     s.journal_aux.store(r, Relaxed);
     s.journal.store(OP_MOVE, Release);
     let next = wait::at(a, r)?.next.load(Relaxed);
@@ -612,7 +612,7 @@ fn move_to_tail(a: &Arena, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
 /// Ends the wait of every record of `kind` (0: all) still waiting with
 /// `status`: `expunge_all` (receivers: EAGAIN after IPC_SET, EIDRM at
 /// removal) and `ss_wakeup(kill)`.
-pub(super) fn wake_all(a: &Arena, s: &MsgSlot, kind: u32, status: i32) {
+pub(super) fn wake_all(a: &Session, s: &MsgSlot, kind: u32, status: i32) {
     let _ = walk(a, s, |_, _, w| {
         if (kind == 0 || w.nops.load(Relaxed) == kind) && w.state.load(Acquire) != wait::DONE {
             finish(w, status);
@@ -624,7 +624,7 @@ pub(super) fn wake_all(a: &Arena, s: &MsgSlot, kind: u32, status: i32) {
 /// A sleeper's end of its wait, lock held: unlinks its record (if it is
 /// still on this slot's list) and frees it. Returns whether the record was
 /// finished, its status, and the block it was handed (now the caller's).
-pub(super) fn collect(a: &Arena, s: &MsgSlot, off: u64) -> SysResult<(bool, i32, u64)> {
+pub(super) fn collect(a: &Session, s: &MsgSlot, off: u64) -> SysResult<(bool, i32, u64)> {
     let w = wait::at(a, off)?;
     // Acquire: pairs with the Release in `finish`.
     let done = w.state.load(Acquire) == wait::DONE;
@@ -668,7 +668,7 @@ pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark) -> Wok
 }
 
 /// What is inconsistent in a queue (lock held), for `Namespace::check`.
-pub(super) fn audit(a: &Arena, s: &MsgSlot) -> Vec<String> {
+pub(super) fn audit(a: &Session, s: &MsgSlot) -> Vec<String> {
     let mut out = Vec::new();
     if s.journal.load(Relaxed) != 0 {
         out.push("msg journal left open".to_string());

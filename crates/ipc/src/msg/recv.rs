@@ -22,10 +22,9 @@
 use super::MsgKind;
 use super::queue::{self, Block, KIND_RECV, Wants, Woke};
 use crate::abi;
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::namespace::Namespace;
 use crate::object::MsgSlot;
 use crate::perm::{self, S_IRUGO};
 use crate::registry::{lock_object, obtain, still_valid};
@@ -73,7 +72,7 @@ pub(super) fn testmsg(mtype: i64, msgtyp: i64, mode: u32) -> bool {
 /// it is first). SEARCH_LESSEQUAL takes the first of the lowest type;
 /// SEARCH_NUMBER the one at position `msgtyp`. Queue lock held.
 fn find_msg<'a>(
-    a: &'a Arena,
+    a: &'a Session,
     s: &MsgSlot,
     msgtyp: i64,
     mode: u32,
@@ -147,193 +146,156 @@ impl RecvBuf for &mut [u8] {
 /// `do_msg_fill`: the one copy of a message out of the arena into the
 /// caller's memory: `min(buf.cap(), size)` bytes. Returns the type and the
 /// bytes copied.
-fn deliver(a: &Arena, b: &Block<'_>, buf: &mut dyn RecvBuf) -> SysResult<(i64, usize)> {
+fn deliver(a: &Session, b: &Block<'_>, buf: &mut dyn RecvBuf) -> SysResult<(i64, usize)> {
     let n = (buf.cap() as u64).min(b.size()) as usize;
     let n = b.read_text(a, buf.room(n)?)?;
     Ok((b.mtype(), n))
 }
 
-impl Namespace {
-    /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)`, with `buf` as
-    /// `msgp->mtext[..msgsz]`. Returns `msgp->mtype` and the bytes copied.
-    ///
-    /// msgop(2); ipc/msg.c `do_msgrcv`.
-    pub fn msgrcv(
-        &self,
-        cred: &Cred,
-        msqid: i32,
-        buf: &mut [u8],
-        msgtyp: i64,
-        msgflg: i32,
-    ) -> SysResult<(i64, usize)> {
-        self.msgrcv_into(cred, msqid, &mut { buf }, msgtyp, msgflg)
-    }
+/// [`Namespace::msgrcv`](crate::Namespace::msgrcv)'s work.
+pub(crate) fn msgrcv(a: &Session, cred: &Cred, msqid: i32, buf: &mut [u8], msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    msgrcv_into(a, cred, msqid, &mut { buf }, msgtyp, msgflg)
+}
 
-    /// [`Namespace::msgrcv`] into a [`RecvBuf`]: `buf.cap()` is `msgsz`.
-    pub fn msgrcv_into(
-        &self,
-        cred: &Cred,
-        msqid: i32,
-        buf: &mut dyn RecvBuf,
-        msgtyp: i64,
-        msgflg: i32,
-    ) -> SysResult<(i64, usize)> {
-        // The call starts: a signal handler noted from now on makes a
-        // sleep of this call fail with EINTR.
-        self.msgrcv_into_since(wait::Mark::now(), cred, msqid, buf, msgtyp, msgflg)
-    }
+/// [`Namespace::msgrcv_into`](crate::Namespace::msgrcv_into)'s work.
+pub(crate) fn msgrcv_into(a: &Session, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    // The call starts: a signal handler noted from now on makes a
+    // sleep of this call fail with EINTR.
+    msgrcv_into_since(a, wait::Mark::now(), cred, msqid, buf, msgtyp, msgflg)
+}
 
-    /// [`Namespace::msgrcv_into`] for a call that started at `mark` (see
-    /// [`Namespace::semtimedop_since`]).
-    #[doc(hidden)]
-    pub fn msgrcv_into_since(
-        &self,
-        mark: wait::Mark,
-        cred: &Cred,
-        msqid: i32,
-        buf: &mut dyn RecvBuf,
-        msgtyp: i64,
-        msgflg: i32,
-    ) -> SysResult<(i64, usize)> {
-        // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
-        // (its holder stopped, or a hostile word): ENOMSG, as an empty
-        // queue.
-        let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-        self.msgrcv_bounded(mark, cred, msqid, buf, msgtyp, msgflg)
-            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::ENOMSG } else { e })
-    }
+/// [`Namespace::msgrcv_into_since`](crate::Namespace::msgrcv_into_since)'s work.
+pub(crate) fn msgrcv_into_since(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
+    // (its holder stopped, or a hostile word): ENOMSG, as an empty
+    // queue.
+    let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
+    msgrcv_bounded(a, mark, cred, msqid, buf, msgtyp, msgflg)
+        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::ENOMSG } else { e })
+}
 
-    fn msgrcv_bounded(
-        &self,
-        mark: wait::Mark,
-        cred: &Cred,
-        msqid: i32,
-        buf: &mut dyn RecvBuf,
-        msgtyp: i64,
-        msgflg: i32,
-    ) -> SysResult<(i64, usize)> {
-        let a = self.arena();
-        let bufsz = buf.cap() as u64;
-        // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
-        if msqid < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let copy = msgflg & abi::MSG_COPY != 0;
-        // "if ((msgflg & MSG_EXCEPT) || !(msgflg & IPC_NOWAIT)) return -EINVAL;"
-        if copy && (msgflg & abi::MSG_EXCEPT != 0 || msgflg & abi::IPC_NOWAIT == 0) {
-            return Err(Errno::EINVAL);
-        }
-        let noerror = msgflg & abi::MSG_NOERROR != 0;
-        let (mode, msgtyp) = convert_mode(msgtyp, msgflg);
-        let f = obtain::<MsgKind>(a, msqid)?;
-        let s = f.slot;
-        loop {
-            // "if (ipcperms(ns, &msq->q_perm, S_IRUGO)) goto out_unlock1;" (-EACCES)
-            perm::ipcperms(cred, &s.head, S_IRUGO)?;
-            let g = lock_object::<MsgKind>(a, s)?;
-            // "if (!ipc_valid_object(&msq->q_perm)) { msg = ERR_PTR(-EIDRM); ...}"
-            still_valid(&f)?;
-            let found = match find_msg(a, s, msgtyp, mode) {
-                Ok(x) => x,
-                Err(e) => {
-                    queue::recount(a, s);
-                    return Err(e);
-                }
-            };
-            if let Some((prev, b)) = found {
-                // "if ((bufsz < msg->m_ts) && !(msgflg & MSG_NOERROR))" (-E2BIG)
-                if bufsz < b.size() && !noerror {
-                    return Err(Errno::E2BIG);
-                }
-                if copy {
-                    // prepare_copy(buf, min(bufsz, msg_ctlmax)), then copy_msg:
-                    // "if (src->m_ts > dst->m_ts) return ERR_PTR(-EINVAL);"
-                    let msgmax = a.header().limits.msgmax.load(Relaxed).max(0) as u64;
-                    if b.size() > bufsz.min(msgmax) {
-                        return Err(Errno::EINVAL);
-                    }
-                    return deliver(a, &b, buf);
-                }
-                let got = deliver(a, &b, buf)?;
-                let r = take(a, s, prev, &b, cred.pid);
-                if r.is_err() && s.journal.load(Relaxed) != 0 {
-                    queue::repair(a, s);
-                }
-                r?;
-                // "ss_wakeup(msq, &wake_q, false);"
-                if s.waiters.load(Relaxed) != 0 {
-                    queue::wake_senders(a, s)?;
-                }
-                drop(g);
-                return Ok(got);
+fn msgrcv_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    let bufsz = buf.cap() as u64;
+    // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
+    if msqid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let copy = msgflg & abi::MSG_COPY != 0;
+    // "if ((msgflg & MSG_EXCEPT) || !(msgflg & IPC_NOWAIT)) return -EINVAL;"
+    if copy && (msgflg & abi::MSG_EXCEPT != 0 || msgflg & abi::IPC_NOWAIT == 0) {
+        return Err(Errno::EINVAL);
+    }
+    let noerror = msgflg & abi::MSG_NOERROR != 0;
+    let (mode, msgtyp) = convert_mode(msgtyp, msgflg);
+    let f = obtain::<MsgKind>(a, msqid)?;
+    let s = f.slot;
+    loop {
+        // "if (ipcperms(ns, &msq->q_perm, S_IRUGO)) goto out_unlock1;" (-EACCES)
+        perm::ipcperms(cred, &s.head, S_IRUGO)?;
+        let g = lock_object::<MsgKind>(a, s)?;
+        // "if (!ipc_valid_object(&msq->q_perm)) { msg = ERR_PTR(-EIDRM); ...}"
+        still_valid(&f)?;
+        let found = match find_msg(a, s, msgtyp, mode) {
+            Ok(x) => x,
+            Err(e) => {
+                queue::recount(a, s);
+                return Err(e);
             }
-            // "if (msgflg & IPC_NOWAIT) { msg = ERR_PTR(-ENOMSG); ...}"
-            if msgflg & abi::IPC_NOWAIT != 0 {
-                return Err(Errno::ENOMSG);
+        };
+        if let Some((prev, b)) = found {
+            // "if ((bufsz < msg->m_ts) && !(msgflg & MSG_NOERROR))" (-E2BIG)
+            if bufsz < b.size() && !noerror {
+                return Err(Errno::E2BIG);
             }
-            // "if (msgflg & MSG_NOERROR) msr_d.r_maxsize = INT_MAX; else
-            // msr_d.r_maxsize = bufsz;"
-            let maxsize = if noerror {
-                i32::MAX as u32
-            } else {
-                bufsz.min(u64::from(u32::MAX)) as u32
-            };
-            let rec = queue::enqueue(
-                a,
-                s,
-                Wants {
-                    kind: KIND_RECV,
-                    size: maxsize,
-                    mode,
-                    msgtyp,
-                },
-            )?;
+            if copy {
+                // prepare_copy(buf, min(bufsz, msg_ctlmax)), then copy_msg:
+                // "if (src->m_ts > dst->m_ts) return ERR_PTR(-EINVAL);"
+                let msgmax = a.header().limits.msgmax.load(Relaxed).max(0) as u64;
+                if b.size() > bufsz.min(msgmax) {
+                    return Err(Errno::EINVAL);
+                }
+                return deliver(a, &b, buf);
+            }
+            let got = deliver(a, &b, buf)?;
+            let r = take(a, s, prev, &b, cred.pid);
+            if r.is_err() && s.journal.load(Relaxed) != 0 {
+                queue::repair(a, s);
+            }
+            r?;
+            // "ss_wakeup(msq, &wake_q, false);"
+            if s.waiters.load(Relaxed) != 0 {
+                queue::wake_senders(a, s)?;
+            }
             drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
-            // The record must be collected whatever the call's deadline.
-            let g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
-            let (done, status, handed) = queue::collect(a, s, rec)?;
-            if done {
-                match status {
-                    0 => {
-                        // Handed over by pipelined_send: ours to copy out
-                        // and recycle.
-                        let got = queue::block(a, handed).and_then(|b| deliver(a, &b, buf));
-                        let ours = still_valid(&f).is_ok();
-                        queue::discard(a, ours.then_some(s), handed);
-                        drop(g);
-                        return got;
-                    }
-                    // expunge_all(msq, -EAGAIN): try again, unless "if
-                    // (signal_pending(current)) { msg =
-                    // ERR_PTR(-ERESTARTNOHAND); ...}" (a handler ran).
-                    libc::EAGAIN if !mark.interrupted() => {
-                        drop(g);
-                        continue;
-                    }
-                    libc::EAGAIN => return Err(Errno::EINTR),
-                    e => return Err(Errno(e)),
-                }
-            }
-            if matches!(woke, Woke::Cancelled) {
-                drop(g);
-                continue;
-            }
-            return Err(match woke {
-                // Removed by a remover that died before waking us.
-                Woke::Removed => Errno::EIDRM,
-                // "if (signal_pending(current)) { msg = ERR_PTR(-ERESTARTNOHAND); ...}"
-                _ => Errno::EINTR,
-            });
+            return Ok(got);
         }
+        // "if (msgflg & IPC_NOWAIT) { msg = ERR_PTR(-ENOMSG); ...}"
+        if msgflg & abi::IPC_NOWAIT != 0 {
+            return Err(Errno::ENOMSG);
+        }
+        // "if (msgflg & MSG_NOERROR) msr_d.r_maxsize = INT_MAX; else
+        // msr_d.r_maxsize = bufsz;"
+        let maxsize = if noerror {
+            i32::MAX as u32
+        } else {
+            bufsz.min(u64::from(u32::MAX)) as u32
+        };
+        let rec = queue::enqueue(
+            a,
+            s,
+            Wants {
+                kind: KIND_RECV,
+                size: maxsize,
+                mode,
+                msgtyp,
+            },
+        )?;
+        drop(g);
+        let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
+        // The record must be collected whatever the call's deadline.
+        let g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
+        let (done, status, handed) = queue::collect(a, s, rec)?;
+        if done {
+            match status {
+                0 => {
+                    // Handed over by pipelined_send: ours to copy out
+                    // and recycle.
+                    let got = queue::block(a, handed).and_then(|b| deliver(a, &b, buf));
+                    let ours = still_valid(&f).is_ok();
+                    queue::discard(a, ours.then_some(s), handed);
+                    drop(g);
+                    return got;
+                }
+                // expunge_all(msq, -EAGAIN): try again, unless "if
+                // (signal_pending(current)) { msg =
+                // ERR_PTR(-ERESTARTNOHAND); ...}" (a handler ran).
+                libc::EAGAIN if !mark.interrupted() => {
+                    drop(g);
+                    continue;
+                }
+                libc::EAGAIN => return Err(Errno::EINTR),
+                e => return Err(Errno(e)),
+            }
+        }
+        if matches!(woke, Woke::Cancelled) {
+            drop(g);
+            continue;
+        }
+        return Err(match woke {
+            // Removed by a remover that died before waking us.
+            Woke::Removed => Errno::EIDRM,
+            // "if (signal_pending(current)) { msg = ERR_PTR(-ERESTARTNOHAND); ...}"
+            _ => Errno::EINTR,
+        });
     }
 }
+
 
 /// Takes message `b` (predecessor `prev`) off the queue, journaled:
 /// "list_del(&msg->m_list); msq->q_qnum--; msq->q_rtime = ...;
 /// ipc_update_pid(&msq->q_lrpid, ...); msq->q_cbytes -= msg->m_ts;", then
 /// its block goes back to the cache or the heap. Queue lock held.
-fn take(a: &Arena, s: &MsgSlot, prev: u64, b: &Block<'_>, pid: i32) -> SysResult<()> {
+fn take(a: &Session, s: &MsgSlot, prev: u64, b: &Block<'_>, pid: i32) -> SysResult<()> {
     let (cb, qn) = (s.cbytes.load(Relaxed), s.qnum.load(Relaxed));
     // The receiver, for a repair's lrpid (the sender's pid is no longer
     // needed).

@@ -17,10 +17,9 @@
 use super::MsgKind;
 use super::queue::{self, Block, KIND_RECV, KIND_SEND, Step, Wants, Woke};
 use crate::abi;
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::namespace::Namespace;
 use crate::object::MsgSlot;
 use crate::perm::{self, S_IWUGO};
 use crate::registry::{lock_object, obtain, still_valid};
@@ -28,120 +27,90 @@ use crate::time::now;
 use crate::wait;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-impl Namespace {
-    /// `msgsnd(msqid, msgp, msgsz, msgflg)`, with `msgp->mtype` as `mtype`
-    /// and `msgp->mtext[..msgsz]` as `text`. Returns 0.
-    ///
-    /// msgop(2); ipc/msg.c `do_msgsnd`.
-    pub fn msgsnd(
-        &self,
-        cred: &Cred,
-        msqid: i32,
-        mtype: i64,
-        text: &[u8],
-        msgflg: i32,
-    ) -> SysResult<i32> {
-        // The call starts: a signal handler noted from now on makes a
-        // sleep of this call fail with EINTR.
-        self.msgsnd_since(wait::Mark::now(), cred, msqid, mtype, text, msgflg)
-    }
-
-    /// [`Namespace::msgsnd`] for a call that started at `mark` (see
-    /// [`Namespace::semtimedop_since`]).
-    #[doc(hidden)]
-    pub fn msgsnd_since(
-        &self,
-        mark: wait::Mark,
-        cred: &Cred,
-        msqid: i32,
-        mtype: i64,
-        text: &[u8],
-        msgflg: i32,
-    ) -> SysResult<i32> {
-        // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
-        // (its holder stopped, or a hostile word): EAGAIN, as a full queue.
-        let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-        self.msgsnd_bounded(mark, cred, msqid, mtype, text, msgflg)
-            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
-    }
-
-    fn msgsnd_bounded(
-        &self,
-        mark: wait::Mark,
-        cred: &Cred,
-        msqid: i32,
-        mtype: i64,
-        text: &[u8],
-        msgflg: i32,
-    ) -> SysResult<i32> {
-        let a = self.arena();
-        let msgmax = a.header().limits.msgmax.load(Relaxed);
-        // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)
-        // return -EINVAL;"
-        if text.len() > msgmax.max(0) as usize || msqid < 0 {
-            return Err(Errno::EINVAL);
-        }
-        // "if (mtype < 1) return -EINVAL;"
-        if mtype < 1 {
-            return Err(Errno::EINVAL);
-        }
-        let size = text.len() as u64;
-        let f = obtain::<MsgKind>(a, msqid)?;
-        let s = f.slot;
-        let mut g = lock_object::<MsgKind>(a, s)?;
-        loop {
-            // "if (ipcperms(ns, &msq->q_perm, S_IWUGO)) goto out_unlock0;" (-EACCES)
-            perm::ipcperms(cred, &s.head, S_IWUGO)?;
-            // "if (!ipc_valid_object(&msq->q_perm)) { err = -EIDRM; ...}"
-            still_valid(&f)?;
-            if queue::fits(s, size) {
-                break;
-            }
-            // "if (msgflg & IPC_NOWAIT) { err = -EAGAIN; ...}"
-            if msgflg & abi::IPC_NOWAIT != 0 {
-                return Err(Errno::EAGAIN);
-            }
-            // ss_add: queue ourselves and sleep.
-            let rec = queue::enqueue(
-                a,
-                s,
-                Wants {
-                    kind: KIND_SEND,
-                    size: size as u32,
-                    mode: 0,
-                    msgtyp: 0,
-                },
-            )?;
-            drop(g);
-            let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
-            // The record must be collected whatever the call's deadline.
-            g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
-            // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =
-            // -EIDRM; ...}" and "if (signal_pending(current)) { err =
-            // -ERESTARTNOHAND; ...}" (EINTR: a handler ran during the
-            // call, even if a receiver made room meanwhile).
-            let (done, _, _) = queue::collect(a, s, rec)?;
-            still_valid(&f)?;
-            if matches!(woke, Woke::Cancelled) {
-                continue;
-            }
-            if !done || matches!(woke, Woke::Interrupted) || mark.interrupted() {
-                return Err(Errno::EINTR);
-            }
-        }
-        let r = put(a, s, cred.pid, mtype, text);
-        if r.is_err() && s.journal.load(Relaxed) != 0 {
-            // Leave nothing half done behind.
-            queue::repair(a, s);
-        }
-        drop(g);
-        r.map(|()| 0)
-    }
+/// [`Namespace::msgsnd`](crate::Namespace::msgsnd)'s work.
+pub(crate) fn msgsnd(a: &Session, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+    // The call starts: a signal handler noted from now on makes a
+    // sleep of this call fail with EINTR.
+    msgsnd_since(a, wait::Mark::now(), cred, msqid, mtype, text, msgflg)
 }
+
+/// [`Namespace::msgsnd_since`](crate::Namespace::msgsnd_since)'s work.
+pub(crate) fn msgsnd_since(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+    // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
+    // (its holder stopped, or a hostile word): EAGAIN, as a full queue.
+    let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
+    msgsnd_bounded(a, mark, cred, msqid, mtype, text, msgflg)
+        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+}
+
+fn msgsnd_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+    let msgmax = a.header().limits.msgmax.load(Relaxed);
+    // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)
+    // return -EINVAL;"
+    if text.len() > msgmax.max(0) as usize || msqid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    // "if (mtype < 1) return -EINVAL;"
+    if mtype < 1 {
+        return Err(Errno::EINVAL);
+    }
+    let size = text.len() as u64;
+    let f = obtain::<MsgKind>(a, msqid)?;
+    let s = f.slot;
+    let mut g = lock_object::<MsgKind>(a, s)?;
+    loop {
+        // "if (ipcperms(ns, &msq->q_perm, S_IWUGO)) goto out_unlock0;" (-EACCES)
+        perm::ipcperms(cred, &s.head, S_IWUGO)?;
+        // "if (!ipc_valid_object(&msq->q_perm)) { err = -EIDRM; ...}"
+        still_valid(&f)?;
+        if queue::fits(s, size) {
+            break;
+        }
+        // "if (msgflg & IPC_NOWAIT) { err = -EAGAIN; ...}"
+        if msgflg & abi::IPC_NOWAIT != 0 {
+            return Err(Errno::EAGAIN);
+        }
+        // ss_add: queue ourselves and sleep.
+        let rec = queue::enqueue(
+            a,
+            s,
+            Wants {
+                kind: KIND_SEND,
+                size: size as u32,
+                mode: 0,
+                msgtyp: 0,
+            },
+        )?;
+        drop(g);
+        let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
+        // The record must be collected whatever the call's deadline.
+        g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
+        // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =
+        // -EIDRM; ...}" and "if (signal_pending(current)) { err =
+        // -ERESTARTNOHAND; ...}" (EINTR: a handler ran during the
+        // call, even if a receiver made room meanwhile).
+        let (done, _, _) = queue::collect(a, s, rec)?;
+        still_valid(&f)?;
+        if matches!(woke, Woke::Cancelled) {
+            continue;
+        }
+        if !done || matches!(woke, Woke::Interrupted) || mark.interrupted() {
+            return Err(Errno::EINTR);
+        }
+    }
+    let r = put(a, s, cred.pid, mtype, text);
+    if r.is_err() && s.journal.load(Relaxed) != 0 {
+        // Leave nothing half done behind.
+        queue::repair(a, s);
+    }
+    drop(g);
+    r.map(|()| 0)
+}
+
 
 /// The message into the queue (it fits): handed to a waiting receiver, or
 /// linked at the tail. Queue lock held.
-fn put(a: &Arena, s: &MsgSlot, pid: i32, mtype: i64, text: &[u8]) -> SysResult<()> {
+fn put(a: &Session, s: &MsgSlot, pid: i32, mtype: i64, text: &[u8]) -> SysResult<()> {
     let size = text.len() as u64;
     let b = queue::take_block(a, s, size, pid)?;
     b.set_next(0);
@@ -170,7 +139,7 @@ fn put(a: &Arena, s: &MsgSlot, pid: i32, mtype: i64, text: &[u8]) -> SysResult<(
 /// match gets the message, unless its buffer is too small: then it is
 /// woken with E2BIG and the search goes on. Receivers found dead are
 /// dropped. True when a receiver took it.
-fn pipelined_send(a: &Arena, s: &MsgSlot, b: &Block<'_>) -> SysResult<bool> {
+fn pipelined_send(a: &Session, s: &MsgSlot, b: &Block<'_>) -> SysResult<bool> {
     let (mtype, size) = (b.mtype(), b.size());
     let mut taken = false;
     queue::walk(a, s, |prev, cur, w| {

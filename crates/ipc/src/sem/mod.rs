@@ -11,18 +11,16 @@
 //! is rolled forward by the next locker.
 
 use crate::abi::{self, semid64_ds, seminfo};
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
-use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
-use crate::namespace::Namespace;
 use crate::object::{INLINE_SEMS, Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
-use crate::registry::{Found, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
+use crate::registry::{self, Found, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
 use crate::wait;
 use core::sync::atomic::AtomicU64;
@@ -40,7 +38,7 @@ const JOURNAL_UNDO: u32 = 3;
 /// SETVAL: `[semnum, value | pid << 32]`.
 const JOURNAL_SETVAL: u32 = 4;
 
-mod op;
+pub(crate) mod op;
 mod seen;
 pub(crate) mod undo;
 
@@ -50,11 +48,11 @@ impl Kind for SemKind {
     type Slot = SemSlot;
     const MECH: Mech = Mech::Sem;
 
-    fn usage(_a: &Arena, s: &SemSlot) -> (u64, u64) {
+    fn usage(_a: &Session, s: &SemSlot) -> (u64, u64) {
         (u64::from(s.nsems.load(Relaxed)), 0)
     }
 
-    fn release(a: &Arena, s: &SemSlot) {
+    fn release(a: &Session, s: &SemSlot) {
         // freeary: every sleeper fails with EIDRM.
         for w in wait::snapshot(a, &s.queue) {
             let _ = wait::complete(a, &s.queue, w, libc::EIDRM);
@@ -68,7 +66,7 @@ impl Kind for SemKind {
         clear_journal(a, s);
     }
 
-    fn check_object(a: &Arena, s: &SemSlot) -> Vec<String> {
+    fn check_object(a: &Session, s: &SemSlot) -> Vec<String> {
         let mut out = Vec::new();
         let n = s.nsems.load(Relaxed);
         let queue = wait::snapshot(a, &s.queue);
@@ -109,7 +107,7 @@ impl Kind for SemKind {
         out
     }
 
-    fn repair_object(a: &Arena, s: &SemSlot) -> Result<(), Errno> {
+    fn repair_object(a: &Session, s: &SemSlot) -> Result<(), Errno> {
         let op = s.journal_op.load(Relaxed);
         if op != 0 {
             let n = s.journal_len.load(Relaxed) as usize;
@@ -130,7 +128,7 @@ impl Kind for SemKind {
 
 /// Finishes what a journal describes (idempotent: a repair may run it
 /// again). Object lock held.
-fn roll_forward(a: &Arena, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<(), Errno> {
+fn roll_forward(a: &Session, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<(), Errno> {
     let sems = sems(a, s)?;
     let set = |sem: &Sem, w: &AtomicU64| {
         let v = w.load(Relaxed);
@@ -199,7 +197,7 @@ fn roll_forward(a: &Arena, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Result<
     Ok(())
 }
 
-fn clear_journal(a: &Arena, s: &SemSlot) {
+fn clear_journal(a: &Session, s: &SemSlot) {
     s.journal_op.store(0, Relaxed);
     let off = s.journal_off.swap(0, Relaxed);
     if off != 0 {
@@ -215,7 +213,7 @@ fn sems_bytes(nsems: u32) -> u64 {
 /// The key of arena `a` in the table of sizes shown: its file (device and
 /// inode), never 0. (Not its address: a `Namespace` dropped and another
 /// opened may get the same one.)
-fn arena_key(a: &Arena) -> usize {
+fn arena_key(a: &Session) -> usize {
     let id = a.id();
     let k = id.ino ^ (u64::from(id.dev.0) << 44) ^ (u64::from(id.dev.1) << 24);
     (k as usize).max(1)
@@ -224,7 +222,7 @@ fn arena_key(a: &Arena) -> usize {
 /// The semaphores of a set as this process may copy them out or in: the
 /// set's array, EUCLEAN if its size is not the one this process was shown
 /// (`seen.rs`: a participant rewrote it).
-fn sems_as_shown<'a>(a: &'a Arena, f: &Found<'a, SemSlot>) -> Result<&'a [Sem], Errno> {
+fn sems_as_shown<'a>(a: &'a Session, f: &Found<'a, SemSlot>) -> Result<&'a [Sem], Errno> {
     let sems = sems(a, f.slot)?;
     match seen::size(arena_key(a), f.idx, f.generation) {
         Some(n) if n as usize != sems.len() => Err(Errno::EUCLEAN),
@@ -234,7 +232,7 @@ fn sems_as_shown<'a>(a: &'a Arena, f: &Found<'a, SemSlot>) -> Result<&'a [Sem], 
 
 /// The semaphores of a set: inline, or the heap array. EUCLEAN when the
 /// slot's size or array offset cannot be (a corrupt arena).
-fn sems<'a>(a: &'a Arena, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
+fn sems<'a>(a: &'a Session, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
     let n = s.nsems.load(Relaxed) as usize;
     let base = s.base.load(Relaxed);
     if base == 0 {
@@ -326,177 +324,160 @@ pub enum SemArg<'a> {
     Array(&'a mut dyn SemValues),
 }
 
-impl Namespace {
-    /// `semget(key, nsems, semflg)`.
-    ///
-    /// ipc/sem.c `ksys_semget`, `newary`, `sem_more_checks`; ipc/util.c
-    /// `ipcget_public`.
-    pub fn semget(&self, cred: &Cred, key: i32, nsems: i32, semflg: i32) -> SysResult<i32> {
-        let a = self.arena();
-        let lim = &a.header().limits;
-        // ksys_semget: "if (nsems < 0 || nsems > ns->sc_semmsl) return -EINVAL".
-        if nsems < 0 || nsems > lim.semmsl.load(Relaxed) {
-            return Err(Errno::EINVAL);
-        }
-        // sem_more_checks: "if (sma->sem_nsems < params->u.nsems) return -EINVAL".
-        let more = |s: &SemSlot| {
-            if (s.nsems.load(Relaxed) as i32) < nsems {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(())
-            }
-        };
-        let excl = semflg & abi::IPC_CREAT != 0 && semflg & abi::IPC_EXCL != 0;
-        // A key found before, without the registry lock (`recent.rs`).
-        if key != IPC_PRIVATE
-            && !excl
-            && let Some(r) = recent::existing::<SemKind>(a, a.recent(), cred, key, semflg, more)
-        {
-            return r;
-        }
-        let reg = Reg::lock::<SemKind>(a)?;
-        if key != IPC_PRIVATE
-            && let Some(idx) = reg.find_key(key)?
-        {
-            // ipcget_public, key present: EEXIST, then more_checks, then ipcperms.
-            if excl {
-                return Err(Errno::EEXIST);
-            }
-            return ctl::existing::<SemKind>(a, cred, key, idx, semflg, more);
-        }
-        // ipcget_public, key absent: "if (!(flg & IPC_CREAT)) err = -ENOENT".
-        if key != IPC_PRIVATE && semflg & abi::IPC_CREAT == 0 {
-            return Err(Errno::ENOENT);
-        }
-        // newary: "if (!nsems) return -EINVAL".
-        if nsems == 0 {
-            return Err(Errno::EINVAL);
-        }
-        // newary: "if (ns->used_sems + nsems > ns->sc_semmns) return -ENOSPC".
-        if reg.r.used.load(Relaxed).saturating_add(nsems as u64) > lim.semmns.load(Relaxed).max(0) as u64 {
-            return Err(Errno::ENOSPC);
-        }
-        // The array, before an index is taken (sem_alloc precedes ipc_addid).
-        let n = nsems as u32;
-        let base = if n as usize > INLINE_SEMS {
-            heap::alloc(a, sems_bytes(n))?
+/// [`Namespace::semget`](crate::Namespace::semget)'s work.
+pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32) -> SysResult<i32> {
+    let lim = &a.header().limits;
+    // ksys_semget: "if (nsems < 0 || nsems > ns->sc_semmsl) return -EINVAL".
+    if nsems < 0 || nsems > lim.semmsl.load(Relaxed) {
+        return Err(Errno::EINVAL);
+    }
+    // sem_more_checks: "if (sma->sem_nsems < params->u.nsems) return -EINVAL".
+    let more = |s: &SemSlot| {
+        if (s.nsems.load(Relaxed) as i32) < nsems {
+            Err(Errno::EINVAL)
         } else {
-            0
-        };
-        let stored = core::cell::Cell::new(false);
-        let created = reg.create::<SemKind>(lim.semmni.load(Relaxed), key, |s| {
-            ctl::init_head(cred, &s.head, semflg, now());
-            s.nsems.store(n, Relaxed);
-            s.base.store(base, Relaxed);
-            stored.set(true);
-            s.otime.store(0, Relaxed);
-            s.queue.store(0, Relaxed);
-            s.journal_op.store(0, Relaxed);
-            s.journal_off.store(0, Relaxed);
-            for sem in &s.inline {
-                sem.set(0, 0);
-            }
             Ok(())
-        });
-        // A failure before the slot took the array leaves it to us.
-        if created.is_err() && base != 0 && !stored.get() {
-            let _ = heap::free(a, base, sems_bytes(n));
         }
-        if let Ok(id) = created {
-            // The creator knows the size it asked for (GETALL's bound).
-            let idx = a.layout().idx_of(id);
-            if let Ok(s) = crate::registry::slot::<SemKind>(a, idx) {
-                seen::shown(arena_key(a), idx, s.head.generation.load(Relaxed), n);
-            }
-        }
-        created
+    };
+    let excl = semflg & abi::IPC_CREAT != 0 && semflg & abi::IPC_EXCL != 0;
+    // A key found before, without the registry lock (`recent.rs`).
+    if key != IPC_PRIVATE
+        && !excl
+        && let Some(r) = registry::existing::<SemKind>(a, cred, key, semflg, more)
+    {
+        return r;
     }
-
-    /// `semctl(semid, semnum, cmd, arg)`.
-    ///
-    /// ipc/sem.c `ksys_semctl`, `semctl_info`, `semctl_stat`, `semctl_main`,
-    /// `semctl_setval`, `semctl_down`.
-    pub fn semctl(
-        &self,
-        cred: &Cred,
-        semid: i32,
-        semnum: i32,
-        cmd: i32,
-        arg: SemArg<'_>,
-    ) -> SysResult<i32> {
-        let a = self.arena();
-        // ksys_semctl: "if (semid < 0) return -EINVAL".
-        if semid < 0 {
-            return Err(Errno::EINVAL);
+    let reg = Reg::lock::<SemKind>(a)?;
+    if key != IPC_PRIVATE
+        && let Some(idx) = reg.find_key(key)?
+    {
+        // ipcget_public, key present: EEXIST, then more_checks, then ipcperms.
+        if excl {
+            return Err(Errno::EEXIST);
         }
-        match cmd {
-            abi::IPC_INFO | abi::SEM_INFO => {
-                let SemArg::Info(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                self.sem_info(cmd, out)
-            }
-            abi::IPC_STAT | abi::SEM_STAT | abi::SEM_STAT_ANY => {
-                let SemArg::Ds(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                sem_stat(a, cred, semid, cmd, out)
-            }
-            abi::GETALL | abi::GETVAL | abi::GETPID | abi::GETNCNT | abi::GETZCNT | abi::SETALL => {
-                sem_main(a, cred, semid, semnum, cmd, arg)
-            }
-            abi::SETVAL => {
-                // The value is the low 32 bits of the argument word.
-                let val = match arg {
-                    SemArg::Val(v) => v,
-                    SemArg::None => 0,
-                    _ => return Err(Errno::EFAULT),
-                };
-                sem_setval(a, cred, semid, semnum, val)
-            }
-            abi::IPC_SET | abi::IPC_RMID => {
-                let set = match (cmd, arg) {
-                    (abi::IPC_SET, SemArg::Ds(ds)) => Some(*ds),
-                    (abi::IPC_SET, _) => return Err(Errno::EFAULT),
-                    _ => None,
-                };
-                sem_down(a, cred, semid, set.as_ref())
-            }
-            _ => Err(Errno::EINVAL),
+        return ctl::existing::<SemKind>(a, cred, key, idx, semflg, more);
+    }
+    // ipcget_public, key absent: "if (!(flg & IPC_CREAT)) err = -ENOENT".
+    if key != IPC_PRIVATE && semflg & abi::IPC_CREAT == 0 {
+        return Err(Errno::ENOENT);
+    }
+    // newary: "if (!nsems) return -EINVAL".
+    if nsems == 0 {
+        return Err(Errno::EINVAL);
+    }
+    // newary: "if (ns->used_sems + nsems > ns->sc_semmns) return -ENOSPC".
+    if reg.r.used.load(Relaxed).saturating_add(nsems as u64) > lim.semmns.load(Relaxed).max(0) as u64 {
+        return Err(Errno::ENOSPC);
+    }
+    // The array, before an index is taken (sem_alloc precedes ipc_addid).
+    let n = nsems as u32;
+    let base = if n as usize > INLINE_SEMS {
+        heap::alloc(a, sems_bytes(n))?
+    } else {
+        0
+    };
+    let stored = core::cell::Cell::new(false);
+    let created = reg.create::<SemKind>(lim.semmni.load(Relaxed), key, |s| {
+        ctl::init_head(cred, &s.head, semflg, now());
+        s.nsems.store(n, Relaxed);
+        s.base.store(base, Relaxed);
+        stored.set(true);
+        s.otime.store(0, Relaxed);
+        s.queue.store(0, Relaxed);
+        s.journal_op.store(0, Relaxed);
+        s.journal_off.store(0, Relaxed);
+        for sem in &s.inline {
+            sem.set(0, 0);
+        }
+        Ok(())
+    });
+    // A failure before the slot took the array leaves it to us.
+    if created.is_err() && base != 0 && !stored.get() {
+        let _ = heap::free(a, base, sems_bytes(n));
+    }
+    if let Ok(id) = created {
+        // The creator knows the size it asked for (GETALL's bound).
+        let idx = a.layout().idx_of(id);
+        if let Ok(s) = crate::registry::slot::<SemKind>(a, idx) {
+            seen::shown(arena_key(a), idx, s.head.generation.load(Relaxed), n);
         }
     }
+    created
+}
 
-    /// semctl_info.
-    fn sem_info(&self, cmd: i32, out: &mut seminfo) -> SysResult<i32> {
-        let a = self.arena();
-        let l = &a.header().limits;
-        let r = &a.header().registries[Mech::Sem as usize];
-        *out = seminfo {
-            semmni: l.semmni.load(Relaxed),
-            semmns: l.semmns.load(Relaxed),
-            semmsl: l.semmsl.load(Relaxed),
-            semopm: l.semopm.load(Relaxed),
-            semvmx: SEMVMX,
-            // SEMMNU, SEMMAP and SEMUME are the compile-time constants.
-            semmnu: SEMMNS,
-            semmap: SEMMNS,
-            semume: SEMOPM,
-            ..seminfo::default()
-        };
-        let reg = Reg::lock::<SemKind>(a)?;
-        if cmd == abi::SEM_INFO {
-            out.semusz = r.in_use.load(Relaxed) as i32;
-            out.semaem = r.used.load(Relaxed) as i32;
-        } else {
-            out.semusz = SEMUSZ;
-            out.semaem = SEMAEM;
+/// [`Namespace::semctl`](crate::Namespace::semctl)'s work.
+pub(crate) fn semctl(a: &Session, cred: &Cred, semid: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32> {
+    // ksys_semctl: "if (semid < 0) return -EINVAL".
+    if semid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    match cmd {
+        abi::IPC_INFO | abi::SEM_INFO => {
+            let SemArg::Info(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            sem_info(a, cmd, out)
         }
-        Ok(ctl::info_maxidx(&reg))
+        abi::IPC_STAT | abi::SEM_STAT | abi::SEM_STAT_ANY => {
+            let SemArg::Ds(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            sem_stat(a, cred, semid, cmd, out)
+        }
+        abi::GETALL | abi::GETVAL | abi::GETPID | abi::GETNCNT | abi::GETZCNT | abi::SETALL => {
+            sem_main(a, cred, semid, semnum, cmd, arg)
+        }
+        abi::SETVAL => {
+            // The value is the low 32 bits of the argument word.
+            let val = match arg {
+                SemArg::Val(v) => v,
+                SemArg::None => 0,
+                _ => return Err(Errno::EFAULT),
+            };
+            sem_setval(a, cred, semid, semnum, val)
+        }
+        abi::IPC_SET | abi::IPC_RMID => {
+            let set = match (cmd, arg) {
+                (abi::IPC_SET, SemArg::Ds(ds)) => Some(*ds),
+                (abi::IPC_SET, _) => return Err(Errno::EFAULT),
+                _ => None,
+            };
+            sem_down(a, cred, semid, set.as_ref())
+        }
+        _ => Err(Errno::EINVAL),
     }
 }
 
+/// semctl_info.
+fn sem_info(a: &Session, cmd: i32, out: &mut seminfo) -> SysResult<i32> {
+    let l = &a.header().limits;
+    let r = &a.header().registries[Mech::Sem as usize];
+    *out = seminfo {
+        semmni: l.semmni.load(Relaxed),
+        semmns: l.semmns.load(Relaxed),
+        semmsl: l.semmsl.load(Relaxed),
+        semopm: l.semopm.load(Relaxed),
+        semvmx: SEMVMX,
+        // SEMMNU, SEMMAP and SEMUME are the compile-time constants.
+        semmnu: SEMMNS,
+        semmap: SEMMNS,
+        semume: SEMOPM,
+        ..seminfo::default()
+    };
+    let reg = Reg::lock::<SemKind>(a)?;
+    if cmd == abi::SEM_INFO {
+        out.semusz = r.in_use.load(Relaxed) as i32;
+        out.semaem = r.used.load(Relaxed) as i32;
+    } else {
+        out.semusz = SEMUSZ;
+        out.semaem = SEMAEM;
+    }
+    Ok(ctl::info_maxidx(&reg))
+}
+
+
 /// semctl_stat.
-fn sem_stat(a: &Arena, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) -> SysResult<i32> {
+fn sem_stat(a: &Session, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) -> SysResult<i32> {
     *out = semid64_ds::default();
     let (id, s, _g) = ctl::stat_lookup::<SemKind>(
         a,
@@ -523,7 +504,7 @@ fn sem_stat(a: &Arena, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) 
 
 /// semctl_main.
 fn sem_main(
-    a: &Arena,
+    a: &Session,
     cred: &Cred,
     semid: i32,
     semnum: i32,
@@ -598,7 +579,7 @@ fn sem_main(
 }
 
 /// SETALL under the object lock, through the roll-forward journal.
-fn sem_setall(a: &Arena, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> SysResult<i32> {
+fn sem_setall(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> SysResult<i32> {
     let s = f.slot;
     let _g = lock_object::<SemKind>(a, s)?;
     still_valid(f)?;
@@ -623,7 +604,7 @@ fn sem_setall(a: &Arena, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> S
 }
 
 /// semctl_setval.
-fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysResult<i32> {
+fn sem_setval(a: &Session, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysResult<i32> {
     // "if (val > SEMVMX || val < 0) return -ERANGE", before the lookup.
     if !(0..=SEMVMX).contains(&val) {
         return Err(Errno::ERANGE);
@@ -658,7 +639,7 @@ fn sem_setval(a: &Arena, cred: &Cred, semid: i32, semnum: i32, val: i32) -> SysR
 }
 
 /// semctl_down: IPC_RMID and IPC_SET.
-fn sem_down(a: &Arena, cred: &Cred, semid: i32, set: Option<&semid64_ds>) -> SysResult<i32> {
+fn sem_down(a: &Session, cred: &Cred, semid: i32, set: Option<&semid64_ds>) -> SysResult<i32> {
     ctl::down::<SemKind, _>(a, cred, semid, |reg, idx, s| {
         match set {
             None => reg.remove::<SemKind>(idx)?,

@@ -23,12 +23,11 @@
 
 use super::{JOURNAL_SEMOP, SemKind, sems, undo};
 use crate::abi::{self, sembuf};
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::limits::{SEMAEM, SEMVMX};
-use crate::namespace::Namespace;
 use crate::object::{Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{Found, Kind, lock_object, obtain, still_valid};
@@ -164,7 +163,7 @@ fn attempt(
 /// and the undo entry's new adjustments, completing `waiter` if given.
 /// Object lock held.
 fn commit(
-    a: &Arena,
+    a: &Session,
     s: &SemSlot,
     sems: &[Sem],
     new: &[(u16, i32, i32)],
@@ -216,7 +215,7 @@ fn commit(
 }
 
 /// The operations saved in a sleeper's record.
-fn saved_ops(a: &Arena, w: &Waiter) -> SysResult<Vec<sembuf>> {
+fn saved_ops(a: &Session, w: &Waiter) -> SysResult<Vec<sembuf>> {
     let n = w.nops.load(Relaxed);
     let off = w.ops.load(Relaxed);
     // No caller queued more operations than semopm allows (its default at
@@ -254,7 +253,7 @@ enum Retry {
     Left { altered: bool, sops: Vec<sembuf> },
 }
 
-fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
+fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
     let w = wait::at(a, off)?;
     let sops = match saved_ops(a, w) {
         Ok(sops) => sops,
@@ -327,7 +326,7 @@ fn retry(a: &Arena, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
 }
 
 /// The saved operations of a queued record, if readable.
-fn ops_of(a: &Arena, off: u64) -> Option<Vec<sembuf>> {
+fn ops_of(a: &Session, off: u64) -> Option<Vec<sembuf>> {
     wait::at(a, off).ok().and_then(|w| saved_ops(a, w).ok())
 }
 
@@ -336,7 +335,7 @@ fn ops_of(a: &Arena, off: u64) -> Option<Vec<sembuf>> {
 /// when `touched` is `None`: SETVAL, SETALL, exit), single operations
 /// first, then, if any of those semaphores got to 0, the complex ones.
 /// Object lock held.
-fn wake_zero(a: &Arena, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) -> SysResult<()> {
+fn wake_zero(a: &Session, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) -> SysResult<()> {
     let zeros: Vec<u16> = match touched {
         Some(t) => t
             .iter()
@@ -381,7 +380,7 @@ fn wake_zero(a: &Arena, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) -> S
 /// after each completion that changed values (which may wake more
 /// zero-waiters). Sleepers found dead are dropped without their operation.
 /// Object lock held.
-pub(super) fn update_queue(a: &Arena, s: &SemSlot, touched: Option<&[u16]>) -> SysResult<()> {
+pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[u16]>) -> SysResult<()> {
     let sems = sems(a, s)?;
     wake_zero(a, s, sems, touched)?;
     // Each pass either completes or drops a sleeper, or ends.
@@ -409,7 +408,7 @@ pub(super) fn update_queue(a: &Arena, s: &SemSlot, touched: Option<&[u16]>) -> S
 
 /// `count_semcnt`: the sleepers whose blocking operation is on `semnum`,
 /// waiting for zero (`zero`) or to decrement. Object lock held.
-pub(super) fn count_waiting(a: &Arena, s: &SemSlot, semnum: u16, zero: bool) -> i32 {
+pub(super) fn count_waiting(a: &Session, s: &SemSlot, semnum: u16, zero: bool) -> i32 {
     // A sleeper killed while queued is not waiting any more (Linux unlinks
     // it as the task dies).
     wait::prune(a, &s.queue);
@@ -438,7 +437,7 @@ fn timeout_ns(t: &libc::timespec) -> SysResult<u64> {
 /// no permission), so the caller has an undo entry for the set all the
 /// same, and its exit sets the set's otime (`exit_sem`). An error of the
 /// entry's own (the set removed meanwhile: EIDRM) comes first, as there.
-fn undo_first(a: &Arena, f: &Found<'_, SemSlot>, semid: i32, undos: bool, e: Errno) -> Errno {
+fn undo_first(a: &Session, f: &Found<'_, SemSlot>, semid: i32, undos: bool, e: Errno) -> Errno {
     if !undos {
         return e;
     }
@@ -452,216 +451,178 @@ fn undo_first(a: &Arena, f: &Found<'_, SemSlot>, semid: i32, undos: bool, e: Err
     made.err().unwrap_or(e)
 }
 
-impl Namespace {
-    /// `semop(semid, sops, nsops)`: `semtimedop` without a timeout.
-    pub fn semop(&self, cred: &Cred, semid: i32, sops: &[sembuf]) -> SysResult<i32> {
-        self.semtimedop(cred, semid, sops, None)
-    }
+/// [`Namespace::semop`](crate::Namespace::semop)'s work.
+pub(crate) fn semop(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf]) -> SysResult<i32> {
+    semtimedop(a, cred, semid, sops, None)
+}
 
-    /// `semtimedop(semid, sops, nsops, timeout)`.
-    ///
-    /// semop(2); ipc/sem.c `do_semtimedop`. SEM_UNDO operations record
-    /// their inverse in the caller's undo entry for the set (`undo.rs`),
-    /// applied when the process exits.
-    pub fn semtimedop(
-        &self,
-        cred: &Cred,
-        semid: i32,
-        sops: &[sembuf],
-        timeout: Option<&libc::timespec>,
-    ) -> SysResult<i32> {
-        // The call starts: a signal handler noted from now on makes a
-        // sleep of this call fail with EINTR.
-        self.semtimedop_since(wait::Mark::now(), cred, semid, sops, timeout)
-    }
+/// [`Namespace::semtimedop`](crate::Namespace::semtimedop)'s work.
+pub(crate) fn semtimedop(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+    // The call starts: a signal handler noted from now on makes a
+    // sleep of this call fail with EINTR.
+    semtimedop_since(a, wait::Mark::now(), cred, semid, sops, timeout)
+}
 
-    /// [`Namespace::semtimedop`] for a call that started at `mark` (the
-    /// C ABI takes it as the program's call enters, before its own work):
-    /// a signal handler noted since then makes its sleep fail with EINTR.
-    #[doc(hidden)]
-    pub fn semtimedop_since(
-        &self,
-        mark: wait::Mark,
-        cred: &Cred,
-        semid: i32,
-        sops: &[sembuf],
-        timeout: Option<&libc::timespec>,
-    ) -> SysResult<i32> {
-        let a = self.arena();
-        let lim = &a.header().limits;
-        // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
-        // unsigned compare: a negative semopm sets no limit), then "if
-        // (nsops < 1) return -EINVAL;"; __do_semtimedop: "if (nsops < 1 ||
-        // semid < 0) return -EINVAL;".
-        if sops.len() as u64 > u64::from(lim.semopm.load(Relaxed) as u32) {
-            return Err(Errno::E2BIG);
-        }
-        if sops.is_empty() || semid < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let budget = timeout.map(timeout_ns).transpose()?;
-        let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
-        // The locks this call waits on are waited for no longer than its
-        // timeout, nor than NOWAIT_LOCK_NS with IPC_NOWAIT (a stopped or
-        // hostile holder must not hold such a call): then EAGAIN, as the
-        // timeout or the wait would have answered.
-        let nowait = sops.iter().any(|o| o.sem_flg & abi::IPC_NOWAIT as i16 != 0);
-        let _bound = crate::lock::bound_for(deadline, nowait);
-        self.semtimedop_bounded(cred, semid, sops, (deadline, mark))
-            .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+/// [`Namespace::semtimedop_since`](crate::Namespace::semtimedop_since)'s work.
+pub(crate) fn semtimedop_since(a: &Session, mark: wait::Mark, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+    let lim = &a.header().limits;
+    // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
+    // unsigned compare: a negative semopm sets no limit), then "if
+    // (nsops < 1) return -EINVAL;"; __do_semtimedop: "if (nsops < 1 ||
+    // semid < 0) return -EINVAL;".
+    if sops.len() as u64 > u64::from(lim.semopm.load(Relaxed) as u32) {
+        return Err(Errno::E2BIG);
     }
-
-    fn semtimedop_bounded(
-        &self,
-        cred: &Cred,
-        semid: i32,
-        sops: &[sembuf],
-        when: (Option<u64>, wait::Mark),
-    ) -> SysResult<i32> {
-        let a = self.arena();
-        let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
-        let undos = sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0);
-        let alter = sops.iter().any(|o| o.sem_op != 0);
-        let f = obtain::<SemKind>(a, semid)?;
-        let s = f.slot;
-        // find_alloc_undo's first half, before any set lock: the caller's
-        // process record (a newcomer's first look reaps dead processes,
-        // whose undo entries take other sets' locks).
-        if undos {
-            crate::proc::me(a)?;
-        }
-        // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
-        if u32::from(max) >= s.nsems.load(Relaxed) {
-            return Err(undo_first(a, &f, semid, undos, Errno::EFBIG));
-        }
-        // "if (ipcperms(ns, &sma->sem_perm, alter ? S_IWUGO : S_IRUGO))"
-        if let Err(e) = perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO }) {
-            return Err(undo_first(a, &f, semid, undos, e));
-        }
-        loop {
-            match self.semtimedop_try(cred, &f, semid, sops, (max, undos, alter), when) {
-                // Taken off the queue by an execve of ours that failed:
-                // the call starts over (as it would have, never queued).
-                Err(e) if e == RESTART => continue,
-                r => return r,
-            }
-        }
+    if sops.is_empty() || semid < 0 {
+        return Err(Errno::EINVAL);
     }
+    let budget = timeout.map(timeout_ns).transpose()?;
+    let deadline = budget.map(|b| wait::now_ns().saturating_add(b));
+    // The locks this call waits on are waited for no longer than its
+    // timeout, nor than NOWAIT_LOCK_NS with IPC_NOWAIT (a stopped or
+    // hostile holder must not hold such a call): then EAGAIN, as the
+    // timeout or the wait would have answered.
+    let nowait = sops.iter().any(|o| o.sem_flg & abi::IPC_NOWAIT as i16 != 0);
+    let _bound = crate::lock::bound_for(deadline, nowait);
+    semtimedop_bounded(a, cred, semid, sops, (deadline, mark))
+        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+}
 
-    /// One try of [`Namespace::semtimedop`] after its checks: lock, do or
-    /// queue, sleep. RESTART when the sleep was cancelled.
-    fn semtimedop_try(
-        &self,
-        cred: &Cred,
-        f: &Found<'_, SemSlot>,
-        semid: i32,
-        sops: &[sembuf],
-        (max, undos, alter): (u16, bool, bool),
-        (deadline, mark): (Option<u64>, wait::Mark),
-    ) -> SysResult<i32> {
-        let a = self.arena();
-        let s = f.slot;
-        let waiter = {
-            let _g = lock_object::<SemKind>(a, s)?;
-            // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
-            still_valid(f)?;
-            let sems = sems(a, s)?;
-            if usize::from(max) >= sems.len() {
-                return Err(Errno::EIDRM);
-            }
-            // find_alloc_undo: the caller's entry for this set.
-            let entry = if undos {
-                undo::find_or_make(a, s, semid, f.generation)?
-            } else {
-                0
-            };
-            let adj = if entry != 0 {
-                Some(undo::adj(a, entry)?)
-            } else {
-                None
-            };
-            let mut scratch = Scratch::new();
-            let buf = scratch.for_ops(sops.len())?;
-            match attempt(sems, sops, adj, buf) {
-                Attempt::Done(n) => {
-                    commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
-                    s.otime.store(now(), Relaxed);
-                    if alter {
-                        let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
-                        // Our operation is done: a failure to complete
-                        // the sleepers (no memory for a journal, a corrupt
-                        // record) is not ours to report, and they are
-                        // tried again at the next change.
-                        let _ = update_queue(a, s, Some(&nums));
-                    }
-                    return Ok(0);
-                }
-                Attempt::Fail(e) => return Err(e),
-                Attempt::Block { sem_num, zero } => {
-                    enqueue(a, s, cred, sops, sem_num, zero, entry)?
-                }
-            }
-        };
-        let w = wait::at(a, waiter)?;
-        // Now and then, clean up after dead processes: a dead SEM_UNDO
-        // holder's adjustment may be what this sleeper waits for.
-        let mut tick = || {
-            let _ = crate::proc::reap(a);
-        };
-        let result = match wait::sleep(w, deadline, mark, &mut tick) {
-            Slept::Done(status) => status,
-            gave_up => {
-                // Leave the queue, unless a waker finished us meanwhile
-                // (the lock waited for past the call's deadline, but not
-                // for long: a lock kept from us, by a stopped or hostile
-                // participant, makes us abandon the record instead, for
-                // its next holder to drop; a cancelled sleep waits: the
-                // process is frozen for an execve).
-                let g = if gave_up == Slept::Cancelled {
-                    crate::registry::lock_object_unbounded::<SemKind>(a, s)
-                } else {
-                    crate::registry::lock_object_until::<SemKind>(
-                        a,
-                        s,
-                        wait::now_ns().saturating_add(LEAVE_NS),
-                    )
-                };
-                let _g = match g {
-                    Ok(g) => g,
-                    Err(e) if e.0 == libc::ETIMEDOUT => {
-                        return match wait::abandon(w) {
-                            // A waker finished it first: its result.
-                            Some(status) => {
-                                wait::release(a, waiter);
-                                if status == 0 { Ok(0) } else { Err(Errno(status)) }
-                            }
-                            None if gave_up == Slept::TimedOut => Err(Errno::EAGAIN),
-                            None => Err(Errno::EINTR),
-                        };
-                    }
-                    Err(e) => return Err(e),
-                };
-                if let Some(status) = wait::finished(w) {
-                    status
-                } else {
-                    wait::unlink(a, &s.queue, waiter)?;
-                    match gave_up {
-                        Slept::Cancelled => RESTART.0,
-                        // "if (timeout && jiffies_left == 0) error = -EAGAIN;"
-                        Slept::TimedOut => libc::EAGAIN,
-                        _ => libc::EINTR,
-                    }
-                }
-            }
-        };
-        wait::release(a, waiter);
-        if result == 0 {
-            Ok(0)
-        } else {
-            Err(Errno(result))
+fn semtimedop_bounded(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], when: (Option<u64>, wait::Mark)) -> SysResult<i32> {
+    let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
+    let undos = sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0);
+    let alter = sops.iter().any(|o| o.sem_op != 0);
+    let f = obtain::<SemKind>(a, semid)?;
+    let s = f.slot;
+    // find_alloc_undo's first half, before any set lock: the caller's
+    // process record (a newcomer's first look reaps dead processes,
+    // whose undo entries take other sets' locks).
+    if undos {
+        crate::proc::me(a)?;
+    }
+    // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
+    if u32::from(max) >= s.nsems.load(Relaxed) {
+        return Err(undo_first(a, &f, semid, undos, Errno::EFBIG));
+    }
+    // "if (ipcperms(ns, &sma->sem_perm, alter ? S_IWUGO : S_IRUGO))"
+    if let Err(e) = perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO }) {
+        return Err(undo_first(a, &f, semid, undos, e));
+    }
+    loop {
+        match semtimedop_try(a, cred, &f, semid, sops, (max, undos, alter), when) {
+            // Taken off the queue by an execve of ours that failed:
+            // the call starts over (as it would have, never queued).
+            Err(e) if e == RESTART => continue,
+            r => return r,
         }
     }
 }
+
+/// One try of [`Namespace::semtimedop`] after its checks: lock, do or
+/// queue, sleep. RESTART when the sleep was cancelled.
+fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, sops: &[sembuf], (max, undos, alter): (u16, bool, bool), (deadline, mark): (Option<u64>, wait::Mark)) -> SysResult<i32> {
+    let s = f.slot;
+    let waiter = {
+        let _g = lock_object::<SemKind>(a, s)?;
+        // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
+        still_valid(f)?;
+        let sems = sems(a, s)?;
+        if usize::from(max) >= sems.len() {
+            return Err(Errno::EIDRM);
+        }
+        // find_alloc_undo: the caller's entry for this set.
+        let entry = if undos {
+            undo::find_or_make(a, s, semid, f.generation)?
+        } else {
+            0
+        };
+        let adj = if entry != 0 {
+            Some(undo::adj(a, entry)?)
+        } else {
+            None
+        };
+        let mut scratch = Scratch::new();
+        let buf = scratch.for_ops(sops.len())?;
+        match attempt(sems, sops, adj, buf) {
+            Attempt::Done(n) => {
+                commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
+                s.otime.store(now(), Relaxed);
+                if alter {
+                    let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
+                    // Our operation is done: a failure to complete
+                    // the sleepers (no memory for a journal, a corrupt
+                    // record) is not ours to report, and they are
+                    // tried again at the next change.
+                    let _ = update_queue(a, s, Some(&nums));
+                }
+                return Ok(0);
+            }
+            Attempt::Fail(e) => return Err(e),
+            Attempt::Block { sem_num, zero } => {
+                enqueue(a, s, cred, sops, sem_num, zero, entry)?
+            }
+        }
+    };
+    let w = wait::at(a, waiter)?;
+    // Now and then, clean up after dead processes: a dead SEM_UNDO
+    // holder's adjustment may be what this sleeper waits for.
+    let mut tick = || {
+        let _ = crate::proc::reap(a);
+    };
+    let result = match wait::sleep(w, deadline, mark, &mut tick) {
+        Slept::Done(status) => status,
+        gave_up => {
+            // Leave the queue, unless a waker finished us meanwhile
+            // (the lock waited for past the call's deadline, but not
+            // for long: a lock kept from us, by a stopped or hostile
+            // participant, makes us abandon the record instead, for
+            // its next holder to drop; a cancelled sleep waits: the
+            // process is frozen for an execve).
+            let g = if gave_up == Slept::Cancelled {
+                crate::registry::lock_object_unbounded::<SemKind>(a, s)
+            } else {
+                crate::registry::lock_object_until::<SemKind>(
+                    a,
+                    s,
+                    wait::now_ns().saturating_add(LEAVE_NS),
+                )
+            };
+            let _g = match g {
+                Ok(g) => g,
+                Err(e) if e.0 == libc::ETIMEDOUT => {
+                    return match wait::abandon(w) {
+                        // A waker finished it first: its result.
+                        Some(status) => {
+                            wait::release(a, waiter);
+                            if status == 0 { Ok(0) } else { Err(Errno(status)) }
+                        }
+                        None if gave_up == Slept::TimedOut => Err(Errno::EAGAIN),
+                        None => Err(Errno::EINTR),
+                    };
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(status) = wait::finished(w) {
+                status
+            } else {
+                wait::unlink(a, &s.queue, waiter)?;
+                match gave_up {
+                    Slept::Cancelled => RESTART.0,
+                    // "if (timeout && jiffies_left == 0) error = -EAGAIN;"
+                    Slept::TimedOut => libc::EAGAIN,
+                    _ => libc::EINTR,
+                }
+            }
+        }
+    };
+    wait::release(a, waiter);
+    if result == 0 {
+        Ok(0)
+    } else {
+        Err(Errno(result))
+    }
+}
+
 
 /// How long a sleeper whose wait ended waits for its set's lock to leave
 /// the queue, before it abandons its record (`wait::abandon`).
@@ -674,7 +635,7 @@ const RESTART: Errno = Errno(512);
 /// Queues the caller: a record and a copy of its operations. Object lock
 /// held. Returns the record's offset.
 fn enqueue(
-    a: &Arena,
+    a: &Session,
     s: &SemSlot,
     cred: &Cred,
     sops: &[sembuf],

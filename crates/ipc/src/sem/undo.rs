@@ -26,7 +26,7 @@
 //! `nsems` 16-bit adjustments.
 
 use super::{JOURNAL_UNDO, SemKind, sems};
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::heap;
@@ -71,7 +71,7 @@ pub fn bytes(nsems: u32) -> u64 {
 }
 
 /// The entry at `off`, checked.
-pub fn head(a: &Arena, off: u64) -> Result<&UndoHead, Errno> {
+pub fn head(a: &Session, off: u64) -> Result<&UndoHead, Errno> {
     if off == 0 || !off.is_multiple_of(8) || !a.in_heap(off, HEAD) {
         return Err(Errno::EUCLEAN);
     }
@@ -83,14 +83,14 @@ pub fn head(a: &Arena, off: u64) -> Result<&UndoHead, Errno> {
 }
 
 /// The adjustments of the entry at `off` (16-bit, signed).
-pub fn adj(a: &Arena, off: u64) -> Result<&[AtomicU16], Errno> {
+pub fn adj(a: &Session, off: u64) -> Result<&[AtomicU16], Errno> {
     let h = head(a, off)?;
     a.view_slice(off + HEAD, h.nsems.load(Relaxed) as usize)
 }
 
 /// The entries of a list from `first`, linked through `next_set` (`set`)
 /// or `next_proc`: bounded and cycle-proof (`chain.rs`), no allocation.
-fn chain(a: &Arena, first: u64, set: bool) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
+fn chain(a: &Session, first: u64, set: bool) -> Chain<impl FnMut(u64) -> Option<u64> + '_> {
     Chain::new(first, move |off| {
         let h = head(a, off).ok()?;
         Some(if set {
@@ -102,17 +102,17 @@ fn chain(a: &Arena, first: u64, set: bool) -> Chain<impl FnMut(u64) -> Option<u6
 }
 
 /// The entries on the set's list (set lock held); a bad link ends it.
-pub fn of_set<'a>(a: &'a Arena, s: &'a SemSlot) -> impl Iterator<Item = u64> + 'a {
+pub fn of_set<'a>(a: &'a Session, s: &'a SemSlot) -> impl Iterator<Item = u64> + 'a {
     chain(a, s.undos.load(Relaxed), true)
 }
 
 /// The entries on a process's list (procs lock held); a bad link ends it.
-pub fn of_proc<'a>(a: &'a Arena, r: &'a Proc) -> impl Iterator<Item = u64> + 'a {
+pub fn of_proc<'a>(a: &'a Session, r: &'a Proc) -> impl Iterator<Item = u64> + 'a {
     chain(a, r.undos.load(Relaxed), false)
 }
 
 /// The next entry on a process's list (0 at the end or on a bad link).
-pub fn next_proc(a: &Arena, off: u64) -> u64 {
+pub fn next_proc(a: &Session, off: u64) -> u64 {
     head(a, off).map_or(0, |h| h.next_proc.load(Relaxed))
 }
 
@@ -120,7 +120,7 @@ pub fn next_proc(a: &Arena, off: u64) -> u64 {
 /// was as far as it was sound): the lists are taken apart from the head,
 /// each entry freed as it goes, so a loop would hand the takers entries
 /// freed already, again and again. Procs lock held.
-pub fn cut_proc_cycle(a: &Arena, r: &Proc) {
+pub fn cut_proc_cycle(a: &Session, r: &Proc) {
     let next = |off: u64| head(a, off).ok().map(|h| h.next_proc.load(Relaxed));
     if let Some(closing) = crate::chain::cut_point(r.undos.load(Relaxed), next)
         && let Ok(h) = head(a, closing)
@@ -131,7 +131,7 @@ pub fn cut_proc_cycle(a: &Arena, r: &Proc) {
 
 /// Takes entry `off` off record `r`'s list; whether it was on it (only
 /// then may the caller free it). Procs lock held.
-pub fn unlink_from_proc(a: &Arena, r: &Proc, off: u64) -> bool {
+pub fn unlink_from_proc(a: &Session, r: &Proc, off: u64) -> bool {
     // An entry linked to itself is the end of its list.
     let next = match next_proc(a, off) {
         n if n == off => 0,
@@ -159,7 +159,7 @@ pub fn unlink_from_proc(a: &Arena, r: &Proc, off: u64) -> bool {
 /// entries while it lives, when it makes a new entry: a process that
 /// creates, uses with SEM_UNDO and removes sets in a loop holds one entry,
 /// not one per set. Procs lock held.
-fn prune_applied(a: &Arena, r: &Proc) {
+fn prune_applied(a: &Session, r: &Proc) {
     cut_proc_cycle(a, r);
     // One pass, from the head each time an entry goes (bounded by the
     // list's walk).
@@ -176,7 +176,7 @@ fn prune_applied(a: &Arena, r: &Proc) {
 }
 
 /// Frees an entry (off every list).
-pub fn free(a: &Arena, off: u64) {
+pub fn free(a: &Session, off: u64) {
     if let Ok(h) = head(a, off) {
         let _ = heap::free(a, off, bytes(h.nsems.load(Relaxed)));
     }
@@ -184,7 +184,7 @@ pub fn free(a: &Arena, off: u64) {
 
 /// `find_alloc_undo`: the calling process's entry for the set (set lock
 /// held, the set checked valid), made if missing.
-pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Result<u64, Errno> {
+pub fn find_or_make(a: &Session, s: &SemSlot, semid: i32, generation: u64) -> Result<u64, Errno> {
     let me = proc::me(a)?;
     for off in of_set(a, s) {
         let h = head(a, off)?;
@@ -221,7 +221,7 @@ pub fn find_or_make(a: &Arena, s: &SemSlot, semid: i32, generation: u64) -> Resu
 
 /// Zeroes the adjustments of every process for semaphore `semnum`, or all
 /// of them (`None`): what SETVAL and SETALL do. Set lock held.
-pub fn clear(a: &Arena, s: &SemSlot, semnum: Option<u16>) {
+pub fn clear(a: &Session, s: &SemSlot, semnum: Option<u16>) {
     for off in of_set(a, s) {
         if let Ok(adj) = adj(a, off) {
             match semnum {
@@ -237,7 +237,7 @@ pub fn clear(a: &Arena, s: &SemSlot, semnum: Option<u16>) {
 }
 
 /// Takes an entry out of its set's list. Set lock held.
-pub fn unlink_from_set(a: &Arena, s: &SemSlot, off: u64) {
+pub fn unlink_from_set(a: &Session, s: &SemSlot, off: u64) {
     let next = head(a, off).map_or(0, |h| h.next_set.load(Relaxed));
     if s.undos.load(Relaxed) == off {
         s.undos.store(next, Relaxed);
@@ -255,7 +255,7 @@ pub fn unlink_from_set(a: &Arena, s: &SemSlot, off: u64) {
 
 /// The set is being removed: its entries stay with their processes,
 /// marked applied (nothing to undo any more). Set lock held.
-pub fn orphan_all(a: &Arena, s: &SemSlot) {
+pub fn orphan_all(a: &Session, s: &SemSlot) {
     for off in of_set(a, s) {
         if let Ok(h) = head(a, off) {
             h.applied.store(1, Relaxed);
@@ -267,7 +267,7 @@ pub fn orphan_all(a: &Arena, s: &SemSlot) {
 /// `exit_sem` for one entry of process `pid`: its adjustments added to the
 /// set's values, clamped to 0..=SEMVMX, sempid = `pid`, sleepers woken.
 /// Skipped if already applied or if the set is gone.
-pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
+pub fn apply_at_exit(a: &Session, off: u64, pid: i32) -> Result<(), Errno> {
     let h = head(a, off)?;
     if h.applied.load(Relaxed) != 0 {
         return Ok(());
@@ -323,7 +323,7 @@ pub fn apply_at_exit(a: &Arena, off: u64, pid: i32) -> Result<(), Errno> {
 /// Ends the wait of every sleeper on the set whose operation names undo
 /// entry `off`: a live one's (a process that is ending) with EINTR, a dead
 /// one's record dropped. Set lock held.
-pub fn cancel_sleepers(a: &Arena, s: &SemSlot, off: u64) {
+pub fn cancel_sleepers(a: &Session, s: &SemSlot, off: u64) {
     for w_off in wait::snapshot(a, &s.queue) {
         let Ok(w) = wait::at(a, w_off) else {
             continue;
@@ -341,7 +341,7 @@ pub fn cancel_sleepers(a: &Arena, s: &SemSlot, off: u64) {
 
 /// The repair's half of [`apply_at_exit`]: the entry out of the set's list
 /// and marked applied. Set lock held.
-pub fn retire(a: &Arena, s: &SemSlot, off: u64) {
+pub fn retire(a: &Session, s: &SemSlot, off: u64) {
     unlink_from_set(a, s, off);
     crate::fault::step();
     if let Ok(h) = head(a, off) {

@@ -22,12 +22,11 @@
 
 use super::ShmKind;
 use crate::abi;
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::chain::Chain;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
-use crate::namespace::Namespace;
 use crate::object::ShmSlot;
 use crate::perm;
 use crate::proc;
@@ -96,7 +95,7 @@ fn mapped_len(e: &Attach) -> usize {
 // repr(C), atomics only, no Drop.
 crate::arena::map::shared_types!(Attach);
 
-fn entry(a: &Arena, off: u64) -> Result<&Attach, Errno> {
+fn entry(a: &Session, off: u64) -> Result<&Attach, Errno> {
     if off == 0 || !off.is_multiple_of(8) || !a.in_heap(off, ATTACH_BYTES) {
         return Err(Errno::EUCLEAN);
     }
@@ -105,7 +104,7 @@ fn entry(a: &Arena, off: u64) -> Result<&Attach, Errno> {
 
 /// The entries of record `r` (procs lock held): bounded and cycle-proof
 /// (`chain.rs`), no allocation.
-fn list<'a>(a: &'a Arena, r: &proc::Proc) -> impl Iterator<Item = u64> + 'a {
+fn list<'a>(a: &'a Session, r: &proc::Proc) -> impl Iterator<Item = u64> + 'a {
     Chain::new(r.attaches.load(Relaxed), move |off| {
         entry(a, off).ok().map(|e| e.next.load(Relaxed))
     })
@@ -113,7 +112,7 @@ fn list<'a>(a: &'a Arena, r: &proc::Proc) -> impl Iterator<Item = u64> + 'a {
 
 /// Finishes a counting or uncounting the segment's last locker started.
 /// Segment lock held.
-pub(super) fn repair(a: &Arena, s: &ShmSlot) {
+pub(super) fn repair(a: &Session, s: &ShmSlot) {
     let op = s.journal_op.load(Relaxed);
     if let Ok(e) = entry(a, s.journal_attach.load(Relaxed)) {
         match (op, e.state.load(Relaxed)) {
@@ -133,7 +132,7 @@ pub(super) fn repair(a: &Arena, s: &ShmSlot) {
 }
 
 /// Counts (`JOURNAL_COUNT`) or uncounts an entry. Segment lock held.
-fn journaled(a: &Arena, s: &ShmSlot, off: u64, op: u64) {
+fn journaled(a: &Session, s: &ShmSlot, off: u64, op: u64) {
     s.journal_attach.store(off, Relaxed);
     s.journal_op.store(op, Relaxed);
     repair(a, s);
@@ -142,7 +141,7 @@ fn journaled(a: &Arena, s: &ShmSlot, off: u64, op: u64) {
 /// Adds an entry for segment `idx` (generation `generation`) mapped at
 /// `addr` to record `me`. Returns its offset.
 fn record_entry(
-    a: &Arena,
+    a: &Session,
     me: u32,
     addr: u64,
     (size, len): (u64, u64),
@@ -168,7 +167,7 @@ fn record_entry(
 /// Takes entry `off` off record `me`'s list and frees it, if it is on
 /// the list (an entry another thread of the process forgot meanwhile is
 /// not freed twice).
-fn forget(a: &Arena, me: u32, off: u64) -> SysResult<()> {
+fn forget(a: &Session, me: u32, off: u64) -> SysResult<()> {
     let _g = proc::lock(a)?;
     if unlink(a, proc::record(a, me)?, off) {
         heap::free(a, off, ATTACH_BYTES)?;
@@ -180,7 +179,7 @@ fn forget(a: &Arena, me: u32, off: u64) -> SysResult<()> {
 /// was as far as it was sound): it is taken apart from the head, each
 /// entry freed as it goes, so a loop would hand the takers entries freed
 /// already, again and again. Procs lock held.
-pub fn cut_cycle(a: &Arena, r: &proc::Proc) {
+pub fn cut_cycle(a: &Session, r: &proc::Proc) {
     let next = |off: u64| entry(a, off).ok().map(|e| e.next.load(Relaxed));
     if let Some(closing) = crate::chain::cut_point(r.attaches.load(Relaxed), next)
         && let Ok(e) = entry(a, closing)
@@ -191,7 +190,7 @@ pub fn cut_cycle(a: &Arena, r: &proc::Proc) {
 
 /// Takes entry `off` off record `r`'s list; whether it was on it. Procs
 /// lock held.
-fn unlink(a: &Arena, r: &proc::Proc, off: u64) -> bool {
+fn unlink(a: &Session, r: &proc::Proc, off: u64) -> bool {
     // An entry linked to itself is the end of its list.
     let next = match entry(a, off).map_or(0, |e| e.next.load(Relaxed)) {
         n if n == off => 0,
@@ -215,7 +214,7 @@ fn unlink(a: &Arena, r: &proc::Proc, off: u64) -> bool {
 /// Uncounts entry `off` (if counted) on its segment, `pid` recorded as
 /// the last operator; destroys the segment when it was the last attachment
 /// of one marked SHM_DEST.
-fn uncount(a: &Arena, off: u64, pid: i32) -> SysResult<()> {
+fn uncount(a: &Session, off: u64, pid: i32) -> SysResult<()> {
     let e = entry(a, off)?;
     let (idx, generation) = (e.idx.load(Relaxed), e.generation.load(Relaxed));
     let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
@@ -264,7 +263,7 @@ fn uncount(a: &Arena, off: u64, pid: i32) -> SysResult<()> {
 /// or the record's own process): each entry is read from the head of the
 /// list under the procs lock, so no entry freed by someone else is ever
 /// followed. The mappings themselves went with the address space.
-pub fn drop_first(a: &Arena, idx: u32, pid: i32) -> SysResult<bool> {
+pub fn drop_first(a: &Session, idx: u32, pid: i32) -> SysResult<bool> {
     let first = {
         let _g = proc::lock(a)?;
         proc::record(a, idx)?.attaches.load(Relaxed)
@@ -292,7 +291,7 @@ pub fn drop_first(a: &Arena, idx: u32, pid: i32) -> SysResult<bool> {
 
 /// Drops every attachment of record `idx` ([`drop_first`] until none is
 /// left, bounded).
-pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
+pub fn drop_all(a: &Session, idx: u32, pid: i32) -> SysResult<()> {
     for _ in 0..crate::chain::MAX_LINKS {
         if !drop_first(a, idx, pid)? {
             break;
@@ -306,7 +305,7 @@ pub fn drop_all(a: &Arena, idx: u32, pid: i32) -> SysResult<()> {
 /// as the last operator (Linux counts them in `dup_mmap`, in the parent).
 /// The fallback of a child whose unborn record (see [`prefork`]) was
 /// dropped before it could claim it.
-pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
+pub fn inherit(a: &Session, parent: u32) -> SysResult<()> {
     let ppid = crate::lock::parent_pid();
     let entries = counted(a, parent, ppid)?;
     if entries.is_empty() {
@@ -322,7 +321,7 @@ pub fn inherit(a: &Arena, parent: u32) -> SysResult<()> {
 /// counts them inside fork (`dup_mmap` -> `shm_open`). Returns the unborn
 /// record and the nonce the child claims it with
 /// ([`proc::claim_unborn`]), or None when there is nothing to inherit.
-pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
+pub fn prefork(a: &Session, parent: u32) -> SysResult<Option<(u32, u64)>> {
     let pid = crate::sys::process::getpid();
     let entries = counted(a, parent, pid)?;
     if entries.is_empty() {
@@ -340,7 +339,7 @@ pub fn prefork(a: &Arena, parent: u32) -> SysResult<Option<(u32, u64)>> {
 /// `(addr, (size, len), idx, generation)`. (An index cached by a process may be
 /// its own parent's, inherited through a fork when it had no record of its
 /// own: then nothing of it is ours.)
-fn counted(a: &Arena, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
+fn counted(a: &Session, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
     let _g = proc::lock(a)?;
     let r = proc::record(a, idx)?;
     if r.pid.load(Relaxed) != pid || r.state.load(Relaxed) != proc::LIVE {
@@ -366,7 +365,7 @@ type Copied = (u64, (u64, u64), u32, u64);
 /// Adds `entries` (from [`counted`]) to record `to`, each counted, with
 /// `lpid` as the last operator.
 fn count_copies(
-    a: &Arena,
+    a: &Session,
     entries: Vec<Copied>,
     to: u32,
     lpid: i32,
@@ -393,147 +392,137 @@ fn count_copies(
     Ok(())
 }
 
-impl Namespace {
-    /// `shmat(shmid, shmaddr, shmflg)`: maps the segment (MAP_SHARED, at
-    /// `shmaddr` or where the system chooses when it is 0) and returns the
-    /// address.
-    ///
-    /// shmop(2); ipc/shm.c `do_shmat`.
-    pub fn shmat(&self, cred: &Cred, shmid: i32, shmaddr: usize, shmflg: i32) -> SysResult<usize> {
-        let a = self.arena();
-        // "if (shmid < 0) goto out;" (-EINVAL)
-        if shmid < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let mut addr = shmaddr;
-        if addr != 0 {
-            if addr & (SHMLBA - 1) != 0 {
-                // "if (shmflg & SHM_RND) addr &= ~(shmlba - 1); else goto out;"
-                if shmflg & SHM_RND != 0 {
-                    addr &= !(SHMLBA - 1);
-                    // "if (addr == 0 && (shmflg & SHM_REMAP)) goto out;"
-                    if addr == 0 && shmflg & SHM_REMAP != 0 {
-                        return Err(Errno::EINVAL);
-                    }
-                } else {
+/// [`Namespace::shmat`](crate::Namespace::shmat)'s work.
+pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg: i32) -> SysResult<usize> {
+    // "if (shmid < 0) goto out;" (-EINVAL)
+    if shmid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut addr = shmaddr;
+    if addr != 0 {
+        if addr & (SHMLBA - 1) != 0 {
+            // "if (shmflg & SHM_RND) addr &= ~(shmlba - 1); else goto out;"
+            if shmflg & SHM_RND != 0 {
+                addr &= !(SHMLBA - 1);
+                // "if (addr == 0 && (shmflg & SHM_REMAP)) goto out;"
+                if addr == 0 && shmflg & SHM_REMAP != 0 {
                     return Err(Errno::EINVAL);
                 }
+            } else {
+                return Err(Errno::EINVAL);
             }
-        } else if shmflg & SHM_REMAP != 0 {
-            // "else if ((shmflg & SHM_REMAP)) goto out;"
-            return Err(Errno::EINVAL);
         }
-        let rdonly = shmflg & SHM_RDONLY != 0;
-        let exec = shmflg & SHM_EXEC != 0;
-        // acc_mode: S_IRUGO, plus S_IWUGO unless read-only, plus S_IXUGO.
-        let acc = 0o444 | if rdonly { 0 } else { 0o222 } | if exec { 0o111 } else { 0 };
-        let f = obtain::<ShmKind>(a, shmid)?;
-        let s = f.slot;
-        perm::ipcperms(cred, &s.head, acc)?;
-        let b = super::Backing::of(s)?;
-        let size = b.size;
-        // The mapping first (shm_file's mmap), then the count.
-        let (mapped, len) =
-            super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
-        let me = match proc::me(a) {
-            Ok(me) => me,
-            Err(e) => {
-                super::unmap(mapped, len);
-                return Err(e);
-            }
-        };
-        let lens = (size, len as u64);
-        let off = match record_entry(a, me, mapped as u64, lens, f.idx, f.generation, PENDING) {
-            Ok(off) => off,
-            Err(e) => {
-                super::unmap(mapped, len);
-                return Err(e);
-            }
-        };
-        let counted = (|| {
-            let _g = lock_object::<ShmKind>(a, s)?;
-            // "if (!ipc_valid_object(&shp->shm_perm)) { err = -EIDRM; ...}"
-            still_valid(&f)?;
-            journaled(a, s, off, JOURNAL_COUNT);
-            s.atime.store(now(), Relaxed);
-            s.lpid.store(cred.pid, Relaxed);
-            Ok(())
-        })();
-        if let Err(e) = counted {
+    } else if shmflg & SHM_REMAP != 0 {
+        // "else if ((shmflg & SHM_REMAP)) goto out;"
+        return Err(Errno::EINVAL);
+    }
+    let rdonly = shmflg & SHM_RDONLY != 0;
+    let exec = shmflg & SHM_EXEC != 0;
+    // acc_mode: S_IRUGO, plus S_IWUGO unless read-only, plus S_IXUGO.
+    let acc = 0o444 | if rdonly { 0 } else { 0o222 } | if exec { 0o111 } else { 0 };
+    let f = obtain::<ShmKind>(a, shmid)?;
+    let s = f.slot;
+    perm::ipcperms(cred, &s.head, acc)?;
+    let b = super::Backing::of(s)?;
+    let size = b.size;
+    // The mapping first (shm_file's mmap), then the count.
+    let (mapped, len) =
+        super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
+    let me = match proc::me(a) {
+        Ok(me) => me,
+        Err(e) => {
             super::unmap(mapped, len);
-            let _ = forget(a, me, off);
             return Err(e);
         }
-        if shmflg & SHM_REMAP != 0 {
-            // The mapping replaced whatever was there: attachments it
-            // covered are gone (their munmap would have uncounted them).
-            let end = mapped as u64 + len as u64;
-            let covered: Vec<u64> = {
-                let _g = proc::lock(a)?;
-                list(a, proc::record(a, me)?)
-                    .filter(|&o| o != off)
-                    .filter(|&o| {
-                        entry(a, o).is_ok_and(|e| {
-                            let s0 = e.addr.load(Relaxed);
-                            s0 >= mapped as u64
-                                && s0.saturating_add(mapped_len(e) as u64) <= end
-                        })
-                    })
-                    .collect()
-            };
-            for o in covered {
-                uncount(a, o, cred.pid)?;
-                forget(a, me, o)?;
-            }
+    };
+    let lens = (size, len as u64);
+    let off = match record_entry(a, me, mapped as u64, lens, f.idx, f.generation, PENDING) {
+        Ok(off) => off,
+        Err(e) => {
+            super::unmap(mapped, len);
+            return Err(e);
         }
-        // What this image mapped, for shmdt (`mapped.rs`).
-        super::mapped::forget_inside(mapped, mapped.saturating_add(len));
-        super::mapped::record(mapped, len);
-        crate::fork::register(a);
-        Ok(mapped)
+    };
+    let counted = (|| {
+        let _g = lock_object::<ShmKind>(a, s)?;
+        // "if (!ipc_valid_object(&shp->shm_perm)) { err = -EIDRM; ...}"
+        still_valid(&f)?;
+        journaled(a, s, off, JOURNAL_COUNT);
+        s.atime.store(now(), Relaxed);
+        s.lpid.store(cred.pid, Relaxed);
+        Ok(())
+    })();
+    if let Err(e) = counted {
+        super::unmap(mapped, len);
+        let _ = forget(a, me, off);
+        return Err(e);
     }
-
-    /// `shmdt(shmaddr)`: unmaps the attachment that starts at `shmaddr`.
-    ///
-    /// shmop(2); ipc/shm.c `ksys_shmdt`: EINVAL when no attachment of this
-    /// process starts there.
-    pub fn shmdt(&self, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
-        let a = self.arena();
-        // "if (addr & ~PAGE_MASK) return retval;" (-EINVAL)
-        if shmaddr & (SHMLBA - 1) != 0 {
-            return Err(Errno::EINVAL);
-        }
-        let me = proc::me(a)?;
-        let found = {
+    if shmflg & SHM_REMAP != 0 {
+        // The mapping replaced whatever was there: attachments it
+        // covered are gone (their munmap would have uncounted them).
+        let end = mapped as u64 + len as u64;
+        let covered: Vec<u64> = {
             let _g = proc::lock(a)?;
-            list(a, proc::record(a, me)?).find(|&off| {
-                entry(a, off).is_ok_and(|e| {
-                    e.addr.load(Relaxed) == shmaddr as u64 && e.state.load(Relaxed) != DETACHED
+            list(a, proc::record(a, me)?)
+                .filter(|&o| o != off)
+                .filter(|&o| {
+                    entry(a, o).is_ok_and(|e| {
+                        let s0 = e.addr.load(Relaxed);
+                        s0 >= mapped as u64
+                            && s0.saturating_add(mapped_len(e) as u64) <= end
+                    })
                 })
-            })
+                .collect()
         };
-        let Some(off) = found else {
-            return Err(Errno::EINVAL);
-        };
-        // The length this image mapped there; the arena's (bounded) only if
-        // the table had no room. An attachment the table does not know was
-        // not mapped by this image: counted off, nothing unmapped.
-        let len = match super::mapped::take(shmaddr) {
-            Some(len) => Some(len),
-            None if super::mapped::full() => Some(mapped_len(entry(a, off)?)),
-            None => None,
-        };
-        if let Some(len) = len {
-            super::unmap(shmaddr, len);
+        for o in covered {
+            uncount(a, o, cred.pid)?;
+            forget(a, me, o)?;
         }
-        uncount(a, off, cred.pid)?;
-        forget(a, me, off)?;
-        Ok(0)
     }
+    // What this image mapped, for shmdt (`mapped.rs`).
+    super::mapped::forget_inside(mapped, mapped.saturating_add(len));
+    super::mapped::record(mapped, len);
+    crate::fork::register(a);
+    Ok(mapped)
 }
 
+/// [`Namespace::shmdt`](crate::Namespace::shmdt)'s work.
+pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
+    // "if (addr & ~PAGE_MASK) return retval;" (-EINVAL)
+    if shmaddr & (SHMLBA - 1) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = proc::me(a)?;
+    let found = {
+        let _g = proc::lock(a)?;
+        list(a, proc::record(a, me)?).find(|&off| {
+            entry(a, off).is_ok_and(|e| {
+                e.addr.load(Relaxed) == shmaddr as u64 && e.state.load(Relaxed) != DETACHED
+            })
+        })
+    };
+    let Some(off) = found else {
+        return Err(Errno::EINVAL);
+    };
+    // The length this image mapped there; the arena's (bounded) only if
+    // the table had no room. An attachment the table does not know was
+    // not mapped by this image: counted off, nothing unmapped.
+    let len = match super::mapped::take(shmaddr) {
+        Some(len) => Some(len),
+        None if super::mapped::full() => Some(mapped_len(entry(a, off)?)),
+        None => None,
+    };
+    if let Some(len) = len {
+        super::unmap(shmaddr, len);
+    }
+    uncount(a, off, cred.pid)?;
+    forget(a, me, off)?;
+    Ok(0)
+}
+
+
 /// Repairs the segment's attachment journal as its lock's repair.
-pub(super) fn repair_slot(a: &Arena, s: &ShmSlot) -> Result<(), Errno> {
+pub(super) fn repair_slot(a: &Session, s: &ShmSlot) -> Result<(), Errno> {
     repair(a, s);
     Ok(())
 }

@@ -13,16 +13,15 @@
 //! As sem.rs. Registry counter `used` = `shm_tot`, the pages of all
 //! segments (`ceil(size / 4096)` each).
 
+use crate::session::Session;
 use crate::abi::{self, shm_info, shmid64_ds, shminfo64};
 use crate::arena::layout::Mech;
-use crate::arena::{self, Arena};
+use crate::arena;
 use crate::creds::Cred;
 use crate::ctl;
-use crate::recent;
 use crate::errno::{Errno, SysResult};
 use crate::ids::Bitmap;
 use crate::limits::SHMMIN;
-use crate::namespace::Namespace;
 use crate::object::ShmSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
 use crate::time::now;
@@ -83,7 +82,7 @@ impl Backing {
 /// without SHM_REMAP, ENOMEM otherwise. Returns the address and the
 /// length mapped.
 pub(crate) fn map_segment(
-    a: &Arena,
+    a: &Session,
     b: &Backing,
     addr: usize,
     rdonly: bool,
@@ -165,7 +164,7 @@ pub(crate) fn unmap(addr: usize, len: usize) {
 /// page segment,
 /// `pages_per_huge_page(h) * mapping->nrpages` pages, nrpages counting
 /// 4 KiB pages, so the bytes resident times the huge page's 4 KiB pages.
-pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
+pub(crate) fn rss_bytes(a: &Session, s: &ShmSlot) -> u64 {
     let serial = s.serial.load(Relaxed);
     match Huge::of(s) {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
@@ -180,7 +179,7 @@ pub(crate) fn rss_bytes(a: &Arena, s: &ShmSlot) -> u64 {
 /// size shown before or after an attach never takes the caller past its
 /// mapping, whatever a participant writes in the record (the kernel's
 /// `shm_segsz` never changes). Object lock held.
-fn shown_size(a: &Arena, s: &ShmSlot) -> u64 {
+fn shown_size(a: &Session, s: &ShmSlot) -> u64 {
     let size = s.size.load(Relaxed);
     match Huge::of(s) {
         Ok(None) => fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size)),
@@ -196,7 +195,7 @@ pub(crate) fn remove_huge_dirs(id: &crate::sys::Stat, owner: u32) {
 
 /// The backing file of the segment with serial `serial`,
 /// `<arena>.d/shm.<serial>`.
-pub(crate) fn segment_path(a: &Arena, serial: u64) -> PathBuf {
+pub(crate) fn segment_path(a: &Session, serial: u64) -> PathBuf {
     arena::segment_dir_of(a.path()).join(format!("shm.{serial}"))
 }
 
@@ -209,11 +208,11 @@ impl Kind for ShmKind {
     type Slot = ShmSlot;
     const MECH: Mech = Mech::Shm;
 
-    fn usage(_a: &Arena, s: &ShmSlot) -> (u64, u64) {
+    fn usage(_a: &Session, s: &ShmSlot) -> (u64, u64) {
         (numpages(s.size.load(Relaxed)), 0)
     }
 
-    fn release(a: &Arena, s: &ShmSlot) {
+    fn release(a: &Session, s: &ShmSlot) {
         let huge = Huge::of(s);
         let serial = s.serial.swap(0, Relaxed);
         let recorded = FileId::recorded(s, serial);
@@ -229,266 +228,257 @@ impl Kind for ShmKind {
         }
     }
 
-    fn repair_object(a: &Arena, s: &ShmSlot) -> Result<(), Errno> {
+    fn repair_object(a: &Session, s: &ShmSlot) -> Result<(), Errno> {
         // An attachment being counted or uncounted.
         attach::repair_slot(a, s)
     }
 }
 
-impl Namespace {
-    /// `shmget(key, size, shmflg)`.
-    ///
-    /// ipc/shm.c `ksys_shmget`, `newseg`, `shm_more_checks`; ipc/util.c
-    /// `ipcget_public`.
-    pub fn shmget(&self, cred: &Cred, key: i32, size: u64, shmflg: i32) -> SysResult<i32> {
-        let a = self.arena();
-        let lim = &a.header().limits;
-        // shm_more_checks: "if (shp->shm_segsz < params->u.size) return -EINVAL".
-        let more = |s: &ShmSlot| {
-            if s.size.load(Relaxed) < size {
-                Err(Errno::EINVAL)
-            } else {
-                Ok(())
-            }
-        };
-        let excl = shmflg & abi::IPC_CREAT != 0 && shmflg & abi::IPC_EXCL != 0;
-        let forced = lim.shm_rmid_forced.load(Relaxed) != 0;
-        // A key found before, without the registry lock (`recent.rs`);
-        // not under shm_rmid_forced, whose orphans are reaped under it.
-        if key != IPC_PRIVATE
-            && !excl
-            && !forced
-            && let Some(r) = recent::existing::<ShmKind>(a, a.recent(), cred, key, shmflg, more)
-        {
-            return r;
-        }
-        let reg = Reg::lock::<ShmKind>(a)?;
-        if forced {
-            reap_orphans(a, &reg)?;
-        }
-        if key != IPC_PRIVATE
-            && let Some(idx) = reg.find_key(key)?
-        {
-            if excl {
-                return Err(Errno::EEXIST);
-            }
-            return ctl::existing::<ShmKind>(a, cred, key, idx, shmflg, more);
-        }
-        if key != IPC_PRIVATE && shmflg & abi::IPC_CREAT == 0 {
-            return Err(Errno::ENOENT);
-        }
-        // newseg: "if (size < SHMMIN || size > ns->shm_ctlmax) return -EINVAL".
-        if size < SHMMIN || size > lim.shmmax.load(Relaxed) {
-            return Err(Errno::EINVAL);
-        }
-        // "if (numpages << PAGE_SHIFT < size) return -ENOSPC".
-        let pages = numpages(size);
-        if pages << PAGE_SHIFT < size {
-            return Err(Errno::ENOSPC);
-        }
-        // "if (ns->shm_tot + numpages < ns->shm_tot || ns->shm_tot + numpages > ns->shm_ctlall)".
-        let tot = reg.r.used.load(Relaxed);
-        match tot.checked_add(pages) {
-            Some(t) if t <= lim.shmall.load(Relaxed) => {}
-            _ => return Err(Errno::ENOSPC),
-        }
-        // The backing file, before an index is taken (hugetlb_file_setup
-        // and shmem_kernel_file_setup precede ipc_addid).
-        let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-        let (huge, (path, file)) = if shmflg & abi::SHM_HUGETLB != 0 {
-            // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
-            // permission EPERM), then a file on a hugetlbfs mount with its
-            // pages reserved, or ENOMEM as when the pool cannot reserve
-            // them (`huge.rs`).
-            let (h, path) = huge::create(a, cred, shmflg, size, serial)?;
-            (Some(h), (path, None))
+/// [`Namespace::shmget`](crate::Namespace::shmget)'s work.
+pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32) -> SysResult<i32> {
+    let lim = &a.header().limits;
+    // shm_more_checks: "if (shp->shm_segsz < params->u.size) return -EINVAL".
+    let more = |s: &ShmSlot| {
+        if s.size.load(Relaxed) < size {
+            Err(Errno::EINVAL)
         } else {
-            // shmem_kernel_file_setup accounts the memory unless
-            // SHM_NORESERVE (security_vm_enough_memory): refuse what Linux
-            // would refuse here.
-            if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
-                return Err(Errno::ENOMEM);
-            }
-            // A file that cannot be made (a full tmpfs, a segment
-            // directory that is not the namespace's, no descriptor to make
-            // and reserve it with) is shmem_kernel_file_setup failing:
-            // ENOMEM, as shmem_get_inode's failure gives.
-            //
-            // Its pages are allocated now unless SHM_NORESERVE, so that no
-            // touch of an attachment can fault on a full file system (see
-            // `arena::create_segment`); a file system without room for
-            // them is shmem's setup failing too: ENOMEM. With
-            // SHM_NORESERVE the file is sparse and a touch of a page the
-            // file system cannot supply is SIGBUS, as a touch of a
-            // MAP_NORESERVE mapping the kernel cannot back; made by path
-            // when the process has no descriptor to spare (`arena/file.rs`).
-            let reserve = shmflg & abi::SHM_NORESERVE == 0;
-            let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve)
-            else {
-                return Err(Errno::ENOMEM);
-            };
-            (None, (path, FileId::of_stat(&m)))
-        };
-        let stored = core::cell::Cell::new(false);
-        let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
-            ctl::init_head(cred, &s.head, shmflg, now());
-            s.size.store(size, Relaxed);
-            s.atime.store(0, Relaxed);
-            s.dtime.store(0, Relaxed);
-            s.cpid.store(cred.pid, Relaxed);
-            s.lpid.store(0, Relaxed);
-            s.nattch.store(0, Relaxed);
-            s.serial.store(serial, Relaxed);
-            Huge::store(huge.as_ref(), s);
-            FileId::store(file, serial, s);
-            s.creator_start.store(cred.start_time, Relaxed);
-            stored.set(true);
             Ok(())
-        });
-        if created.is_err() && !stored.get() {
-            let _ = fs::unlink(&path);
         }
-        created
+    };
+    let excl = shmflg & abi::IPC_CREAT != 0 && shmflg & abi::IPC_EXCL != 0;
+    let forced = lim.shm_rmid_forced.load(Relaxed) != 0;
+    // A key found before, without the registry lock (`recent.rs`);
+    // not under shm_rmid_forced, whose orphans are reaped under it.
+    if key != IPC_PRIVATE
+        && !excl
+        && !forced
+        && let Some(r) = registry::existing::<ShmKind>(a, cred, key, shmflg, more)
+    {
+        return r;
     }
+    let reg = Reg::lock::<ShmKind>(a)?;
+    if forced {
+        reap_orphans(a, &reg)?;
+    }
+    if key != IPC_PRIVATE
+        && let Some(idx) = reg.find_key(key)?
+    {
+        if excl {
+            return Err(Errno::EEXIST);
+        }
+        return ctl::existing::<ShmKind>(a, cred, key, idx, shmflg, more);
+    }
+    if key != IPC_PRIVATE && shmflg & abi::IPC_CREAT == 0 {
+        return Err(Errno::ENOENT);
+    }
+    // newseg: "if (size < SHMMIN || size > ns->shm_ctlmax) return -EINVAL".
+    if size < SHMMIN || size > lim.shmmax.load(Relaxed) {
+        return Err(Errno::EINVAL);
+    }
+    // "if (numpages << PAGE_SHIFT < size) return -ENOSPC".
+    let pages = numpages(size);
+    if pages << PAGE_SHIFT < size {
+        return Err(Errno::ENOSPC);
+    }
+    // "if (ns->shm_tot + numpages < ns->shm_tot || ns->shm_tot + numpages > ns->shm_ctlall)".
+    let tot = reg.r.used.load(Relaxed);
+    match tot.checked_add(pages) {
+        Some(t) if t <= lim.shmall.load(Relaxed) => {}
+        _ => return Err(Errno::ENOSPC),
+    }
+    // The backing file, before an index is taken (hugetlb_file_setup
+    // and shmem_kernel_file_setup precede ipc_addid).
+    let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
+    let (huge, (path, file)) = if shmflg & abi::SHM_HUGETLB != 0 {
+        // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
+        // permission EPERM), then a file on a hugetlbfs mount with its
+        // pages reserved, or ENOMEM as when the pool cannot reserve
+        // them (`huge.rs`).
+        let (h, path) = huge::create(a, cred, shmflg, size, serial)?;
+        (Some(h), (path, None))
+    } else {
+        // shmem_kernel_file_setup accounts the memory unless
+        // SHM_NORESERVE (security_vm_enough_memory): refuse what Linux
+        // would refuse here.
+        if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
+            return Err(Errno::ENOMEM);
+        }
+        // A file that cannot be made (a full tmpfs, a segment
+        // directory that is not the namespace's, no descriptor to make
+        // and reserve it with) is shmem_kernel_file_setup failing:
+        // ENOMEM, as shmem_get_inode's failure gives.
+        //
+        // Its pages are allocated now unless SHM_NORESERVE, so that no
+        // touch of an attachment can fault on a full file system (see
+        // `arena::create_segment`); a file system without room for
+        // them is shmem's setup failing too: ENOMEM. With
+        // SHM_NORESERVE the file is sparse and a touch of a page the
+        // file system cannot supply is SIGBUS, as a touch of a
+        // MAP_NORESERVE mapping the kernel cannot back; made by path
+        // when the process has no descriptor to spare (`arena/file.rs`).
+        let reserve = shmflg & abi::SHM_NORESERVE == 0;
+        let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve)
+        else {
+            return Err(Errno::ENOMEM);
+        };
+        (None, (path, FileId::of_stat(&m)))
+    };
+    let stored = core::cell::Cell::new(false);
+    let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
+        ctl::init_head(cred, &s.head, shmflg, now());
+        s.size.store(size, Relaxed);
+        s.atime.store(0, Relaxed);
+        s.dtime.store(0, Relaxed);
+        s.cpid.store(cred.pid, Relaxed);
+        s.lpid.store(0, Relaxed);
+        s.nattch.store(0, Relaxed);
+        s.serial.store(serial, Relaxed);
+        Huge::store(huge.as_ref(), s);
+        FileId::store(file, serial, s);
+        s.creator_start.store(cred.start_time, Relaxed);
+        stored.set(true);
+        Ok(())
+    });
+    if created.is_err() && !stored.get() {
+        let _ = fs::unlink(&path);
+    }
+    created
+}
 
-    /// `shmctl(shmid, cmd, buf)`.
-    ///
-    /// ipc/shm.c `ksys_shmctl`, `shmctl_ipc_info`, `shmctl_shm_info`,
-    /// `shmctl_stat`, `shmctl_down`, `shmctl_do_lock`.
-    pub fn shmctl(&self, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
-        let a = self.arena();
-        let lim = &a.header().limits;
-        // "if (cmd < 0 || shmid < 0) return -EINVAL".
-        if cmd < 0 || shmid < 0 {
-            return Err(Errno::EINVAL);
+/// [`Namespace::shmctl`](crate::Namespace::shmctl)'s work.
+pub(crate) fn shmctl(a: &Session, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
+    let lim = &a.header().limits;
+    // "if (cmd < 0 || shmid < 0) return -EINVAL".
+    if cmd < 0 || shmid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Processes gone without detaching (SIGKILL) drop their
+    // attachments now: nattch is as the kernel would show it.
+    crate::proc::reap(a)?;
+    reap_if_forced(a)?;
+    match cmd {
+        abi::IPC_INFO => {
+            let ShmArg::Info(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let mni = lim.shmmni.load(Relaxed) as u64;
+            *out = shminfo64 {
+                shmmax: lim.shmmax.load(Relaxed),
+                shmmin: SHMMIN,
+                shmmni: mni,
+                shmseg: mni,
+                shmall: lim.shmall.load(Relaxed),
+                ..shminfo64::default()
+            };
+            let reg = Reg::lock::<ShmKind>(a)?;
+            Ok(ctl::info_maxidx(&reg))
         }
-        // Processes gone without detaching (SIGKILL) drop their
-        // attachments now: nattch is as the kernel would show it.
-        crate::proc::reap(a)?;
-        reap_if_forced(a)?;
-        match cmd {
-            abi::IPC_INFO => {
-                let ShmArg::Info(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                let mni = lim.shmmni.load(Relaxed) as u64;
-                *out = shminfo64 {
-                    shmmax: lim.shmmax.load(Relaxed),
-                    shmmin: SHMMIN,
-                    shmmni: mni,
-                    shmseg: mni,
-                    shmall: lim.shmall.load(Relaxed),
-                    ..shminfo64::default()
-                };
-                let reg = Reg::lock::<ShmKind>(a)?;
-                Ok(ctl::info_maxidx(&reg))
-            }
-            abi::SHM_INFO => {
-                let ShmArg::ShmInfo(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                let reg = Reg::lock::<ShmKind>(a)?;
-                *out = shm_info {
-                    used_ids: reg.r.in_use.load(Relaxed) as i32,
-                    shm_tot: reg.r.used.load(Relaxed),
-                    shm_rss: resident_pages(a, &reg)?,
-                    ..shm_info::default()
-                };
-                Ok(ctl::info_maxidx(&reg))
-            }
-            abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
-                let ShmArg::Ds(out) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                *out = shmid64_ds::default();
-                let (id, s, _g) = ctl::stat_lookup::<ShmKind>(
-                    a,
-                    cred,
-                    shmid,
-                    cmd != abi::IPC_STAT,
-                    cmd == abi::SHM_STAT_ANY,
-                )?;
-                out.shm_perm = ctl::perm_out(cred, &s.head);
-                out.shm_segsz = shown_size(a, s);
-                out.shm_atime = s.atime.load(Relaxed);
-                out.shm_dtime = s.dtime.load(Relaxed);
-                out.shm_ctime = s.head.ctime.load(Relaxed);
-                out.shm_cpid = s.cpid.load(Relaxed);
-                out.shm_lpid = s.lpid.load(Relaxed);
-                out.shm_nattch = s.nattch.load(Relaxed);
-                Ok(if cmd == abi::IPC_STAT { 0 } else { id })
-            }
-            abi::IPC_SET => {
-                let ShmArg::Ds(ds) = arg else {
-                    return Err(Errno::EFAULT);
-                };
-                let ds = *ds;
-                ctl::down::<ShmKind, _>(a, cred, shmid, |_, _, s| {
-                    ctl::update_perm(cred, &s.head, &ds.shm_perm)?;
-                    s.head.ctime.store(now(), Relaxed);
-                    Ok(0)
-                })
-            }
-            abi::IPC_RMID => ctl::down::<ShmKind, _>(a, cred, shmid, |reg, idx, s| {
-                // do_shm_rmid: attached segments are marked and their key
-                // freed; the last detach destroys them.
-                if s.nattch.load(Relaxed) > 0 {
-                    let h = &s.head;
-                    h.mode.store(h.mode.load(Relaxed) | abi::SHM_DEST, Relaxed);
-                    reg.make_private(idx, h)?;
-                } else {
-                    reg.remove::<ShmKind>(idx)?;
-                }
+        abi::SHM_INFO => {
+            let ShmArg::ShmInfo(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let reg = Reg::lock::<ShmKind>(a)?;
+            *out = shm_info {
+                used_ids: reg.r.in_use.load(Relaxed) as i32,
+                shm_tot: reg.r.used.load(Relaxed),
+                shm_rss: resident_pages(a, &reg)?,
+                ..shm_info::default()
+            };
+            Ok(ctl::info_maxidx(&reg))
+        }
+        abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
+            let ShmArg::Ds(out) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            *out = shmid64_ds::default();
+            let (id, s, _g) = ctl::stat_lookup::<ShmKind>(
+                a,
+                cred,
+                shmid,
+                cmd != abi::IPC_STAT,
+                cmd == abi::SHM_STAT_ANY,
+            )?;
+            out.shm_perm = ctl::perm_out(cred, &s.head);
+            out.shm_segsz = shown_size(a, s);
+            out.shm_atime = s.atime.load(Relaxed);
+            out.shm_dtime = s.dtime.load(Relaxed);
+            out.shm_ctime = s.head.ctime.load(Relaxed);
+            out.shm_cpid = s.cpid.load(Relaxed);
+            out.shm_lpid = s.lpid.load(Relaxed);
+            out.shm_nattch = s.nattch.load(Relaxed);
+            Ok(if cmd == abi::IPC_STAT { 0 } else { id })
+        }
+        abi::IPC_SET => {
+            let ShmArg::Ds(ds) = arg else {
+                return Err(Errno::EFAULT);
+            };
+            let ds = *ds;
+            ctl::down::<ShmKind, _>(a, cred, shmid, |_, _, s| {
+                ctl::update_perm(cred, &s.head, &ds.shm_perm)?;
+                s.head.ctime.store(now(), Relaxed);
                 Ok(0)
-            }),
-            abi::SHM_LOCK | abi::SHM_UNLOCK => {
-                let f = obtain::<ShmKind>(a, shmid)?;
-                let s = f.slot;
+            })
+        }
+        abi::IPC_RMID => ctl::down::<ShmKind, _>(a, cred, shmid, |reg, idx, s| {
+            // do_shm_rmid: attached segments are marked and their key
+            // freed; the last detach destroys them.
+            if s.nattch.load(Relaxed) > 0 {
                 let h = &s.head;
-                // shmctl_do_lock: no ipcperms; owner or CAP_IPC_LOCK, and a
-                // zero RLIMIT_MEMLOCK forbids locking.
-                if !cred.cap_ipc_lock {
-                    if cred.euid != h.uid.load(Relaxed) && cred.euid != h.cuid.load(Relaxed) {
-                        return Err(Errno::EPERM);
-                    }
-                    if cmd == abi::SHM_LOCK && cred.memlock_limit == 0 {
-                        return Err(Errno::EPERM);
-                    }
-                }
-                let _g = lock_object::<ShmKind>(a, s)?;
-                still_valid(&f)?;
-                // shmctl_do_lock: "if (is_file_hugepages(shm_file)) goto
-                // out_unlock0;" with err 0: a huge page segment is neither
-                // locked nor unlocked, and SHM_LOCKED is not set.
-                if !matches!(Huge::of(s), Ok(None)) {
-                    return Ok(0);
-                }
-                let mode = h.mode.load(Relaxed);
-                if cmd == abi::SHM_LOCK {
-                    // user_shm_lock: the segment must fit the caller's limit.
-                    if mode & abi::SHM_LOCKED == 0
-                        && !cred.cap_ipc_lock
-                        && numpages(s.size.load(Relaxed)) << PAGE_SHIFT > cred.memlock_limit
-                    {
-                        return Err(Errno::ENOMEM);
-                    }
-                    h.mode.store(mode | abi::SHM_LOCKED, Relaxed);
-                } else {
-                    h.mode.store(mode & !abi::SHM_LOCKED, Relaxed);
-                }
-                Ok(0)
+                h.mode.store(h.mode.load(Relaxed) | abi::SHM_DEST, Relaxed);
+                reg.make_private(idx, h)?;
+            } else {
+                reg.remove::<ShmKind>(idx)?;
             }
-            _ => Err(Errno::EINVAL),
+            Ok(0)
+        }),
+        abi::SHM_LOCK | abi::SHM_UNLOCK => {
+            let f = obtain::<ShmKind>(a, shmid)?;
+            let s = f.slot;
+            let h = &s.head;
+            // shmctl_do_lock: no ipcperms; owner or CAP_IPC_LOCK, and a
+            // zero RLIMIT_MEMLOCK forbids locking.
+            if !cred.cap_ipc_lock {
+                if cred.euid != h.uid.load(Relaxed) && cred.euid != h.cuid.load(Relaxed) {
+                    return Err(Errno::EPERM);
+                }
+                if cmd == abi::SHM_LOCK && cred.memlock_limit == 0 {
+                    return Err(Errno::EPERM);
+                }
+            }
+            let _g = lock_object::<ShmKind>(a, s)?;
+            still_valid(&f)?;
+            // shmctl_do_lock: "if (is_file_hugepages(shm_file)) goto
+            // out_unlock0;" with err 0: a huge page segment is neither
+            // locked nor unlocked, and SHM_LOCKED is not set.
+            if !matches!(Huge::of(s), Ok(None)) {
+                return Ok(0);
+            }
+            let mode = h.mode.load(Relaxed);
+            if cmd == abi::SHM_LOCK {
+                // user_shm_lock: the segment must fit the caller's limit.
+                if mode & abi::SHM_LOCKED == 0
+                    && !cred.cap_ipc_lock
+                    && numpages(s.size.load(Relaxed)) << PAGE_SHIFT > cred.memlock_limit
+                {
+                    return Err(Errno::ENOMEM);
+                }
+                h.mode.store(mode | abi::SHM_LOCKED, Relaxed);
+            } else {
+                h.mode.store(mode & !abi::SHM_LOCKED, Relaxed);
+            }
+            Ok(0)
         }
+        _ => Err(Errno::EINVAL),
     }
 }
+
 
 /// `shm_destroy_orphaned`, and `exit_shm` observed late: with
 /// shm_rmid_forced set, segments nobody has attached whose creator has
 /// exited are destroyed. ipcns cannot see a process exit as it happens, so
 /// every shm call checks first, which no caller can tell apart from
 /// destruction at the exit itself.
-pub(crate) fn reap_orphans(a: &Arena, reg: &Reg<'_>) -> SysResult<()> {
+pub(crate) fn reap_orphans(a: &Session, reg: &Reg<'_>) -> SysResult<()> {
     let live: Vec<u32> = reg.bm().iter().collect();
     for idx in live {
         let s = registry::slot::<ShmKind>(a, idx)?;
@@ -504,7 +494,7 @@ pub(crate) fn reap_orphans(a: &Arena, reg: &Reg<'_>) -> SysResult<()> {
 }
 
 /// [`reap_orphans`] when shm_rmid_forced is set.
-pub(crate) fn reap_if_forced(a: &Arena) -> SysResult<()> {
+pub(crate) fn reap_if_forced(a: &Session) -> SysResult<()> {
     if a.header().limits.shm_rmid_forced.load(Relaxed) != 0 {
         let reg = Reg::lock::<ShmKind>(a)?;
         reap_orphans(a, &reg)?;
@@ -536,7 +526,7 @@ fn enough_memory(pages: u64) -> bool {
 }
 
 /// `shm_rss`: resident pages over all segments ([`rss_bytes`]).
-fn resident_pages(a: &Arena, reg: &Reg<'_>) -> SysResult<u64> {
+fn resident_pages(a: &Session, reg: &Reg<'_>) -> SysResult<u64> {
     let bm: &Bitmap<'_> = &reg.bm();
     let mut pages: u64 = 0;
     for idx in bm.iter() {

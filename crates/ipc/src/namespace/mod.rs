@@ -5,9 +5,21 @@
 //! Who may attach to which file, and how files are made, is arena/file.rs's
 //! business; this module turns names into paths.
 
+pub(crate) mod check;
+mod info;
+pub mod life;
+mod msg;
+mod procfs;
+#[doc(hidden)]
+pub mod regions;
+mod sem;
+mod shm;
+pub(crate) mod sysctl;
+
 pub use crate::arena::Access;
 use crate::arena::{self, Arena, ArenaError, CreateOptions};
 use crate::creds::{self, Cred};
+use crate::session::Session;
 use crate::sys::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +32,7 @@ pub struct Namespace {
     name: String,
     /// Boxed: its address is registered for the fork handler (`fork.rs`)
     /// while the namespace has attachments.
-    arena: Box<Arena>,
+    session: Box<Session>,
 }
 
 /// Where the per-user directories of arenas are made.
@@ -91,7 +103,7 @@ impl Namespace {
         crate::lock::note_arena(id.dev, id.ino);
         Namespace {
             name,
-            arena: Box::new(arena),
+            session: Box::new(Session::new(arena)),
         }
     }
 
@@ -99,7 +111,7 @@ impl Namespace {
     pub fn create(name: &str, opts: CreateOptions) -> Result<Namespace, ArenaError> {
         Ok(Namespace::of(
             name.to_string(),
-            Arena::create(&path_of(name)?, opts)?,
+            Arena::create(&path_of(name)?, opts, crate::heap::cache_cpus())?,
         ))
     }
 
@@ -123,7 +135,7 @@ impl Namespace {
     pub fn create_at(path: &std::path::Path, opts: CreateOptions) -> Result<Namespace, ArenaError> {
         Ok(Namespace::of(
             path.display().to_string(),
-            Arena::create(path, opts)?,
+            Arena::create(path, opts, crate::heap::cache_cpus())?,
         ))
     }
 
@@ -147,7 +159,7 @@ impl Namespace {
     /// needs the record tries again.
     fn attached(name: String, arena: Arena) -> Namespace {
         let ns = Namespace::of(name, arena);
-        let _ = crate::proc::adopt(&ns.arena);
+        let _ = crate::proc::adopt(&ns.session);
         ns
     }
 
@@ -276,46 +288,47 @@ impl Namespace {
         &self.name
     }
 
-    pub(crate) fn arena(&self) -> &Arena {
-        &self.arena
+    /// This process's session with the arena.
+    pub(crate) fn arena(&self) -> &Session {
+        &self.session
     }
 
     /// Heap bytes in use (sets' arrays, messages, key tables); slots are
     /// counted separately, one per object.
     pub fn heap_in_use(&self) -> u64 {
-        crate::heap::in_use(&self.arena)
+        crate::heap::in_use(&self.session)
     }
 
     /// The heap's figures (bytes in use, handed out, free on the lists and
     /// in the per-cpu caches), as `check` finds them.
     pub fn heap_stats(&self) -> crate::heap::HeapStats {
-        crate::heap::audit(&self.arena).0
+        crate::heap::audit(&self.session).0
     }
 
     /// The heap's allocator, for tests that drive it directly: a block of
     /// `size` bytes (zeroed), as the objects' code gets one.
     #[doc(hidden)]
     pub fn heap_alloc(&self, size: u64) -> crate::errno::SysResult<u64> {
-        crate::heap::alloc(&self.arena, size)
+        crate::heap::alloc(&self.session, size)
     }
 
     /// Frees a block from [`Namespace::heap_alloc`] (for tests).
     #[doc(hidden)]
     pub fn heap_free(&self, off: u64, size: u64) -> crate::errno::SysResult<()> {
-        crate::heap::free(&self.arena, off, size)
+        crate::heap::free(&self.session, off, size)
     }
 
     /// The word at `off` of the arena, if inside it and aligned (for
     /// tests that mark the blocks they hold).
     #[doc(hidden)]
     pub fn arena_word(&self, off: u64) -> Option<&core::sync::atomic::AtomicU64> {
-        self.arena.view(off).ok()
+        self.session.view(off).ok()
     }
 
     /// The calling process's credentials, cached (see [`crate::creds`]).
     pub fn cred(&self) -> std::io::Result<Arc<Cred>> {
         creds::current(
-            self.arena
+            self.session
                 .header()
                 .userns
                 .load(core::sync::atomic::Ordering::Relaxed),

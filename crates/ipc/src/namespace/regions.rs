@@ -11,7 +11,7 @@
 //! Lock state: takes no lock (a snapshot; the fuzzer lists regions of an
 //! arena nobody else is using).
 
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::arena::header::{Header, HeapState, Limits, Registry};
 use crate::arena::layout::Mech;
 use crate::heap::{CacheStack, CpuCache};
@@ -116,7 +116,7 @@ impl Namespace {
 }
 
 /// A registry's fields and its key table.
-fn registry(a: &Arena, m: Mech, out: &mut Out) {
+fn registry(a: &Session, m: Mech, out: &mut Out) {
     let r = &a.header().registries[m as usize];
     let base = offset_of!(Header, registries) as u64 + m as u64 * size_of::<Registry>() as u64;
     let n = m.name();
@@ -151,7 +151,7 @@ fn registry(a: &Arena, m: Mech, out: &mut Out) {
 
 /// The slots of the indexes in use (from the bitmap), the lowest free
 /// slot, the bitmap and summary words in use.
-fn slots(a: &Arena, m: Mech, out: &mut Out) {
+fn slots(a: &Session, m: Mech, out: &mut Out) {
     let l = a.layout();
     let t = l.table(m);
     let n = m.name();
@@ -197,7 +197,7 @@ fn slot_size(m: Mech) -> u64 {
 
 /// One slot: whole, its lock, its perm fields, its own fields, and a
 /// set's semaphore array in the heap.
-fn slot(a: &Arena, m: Mech, idx: u32, name: &str, out: &mut Out) {
+fn slot(a: &Session, m: Mech, idx: u32, name: &str, out: &mut Out) {
     let (off, size) = (a.layout().slot_off(m, idx), slot_size(m));
     out.push(name.to_string(), off, (0, size));
     // Every slot type starts with its Head (object.rs `Slot`).
@@ -243,7 +243,7 @@ fn slot(a: &Arena, m: Mech, idx: u32, name: &str, out: &mut Out) {
 }
 
 /// The heap's state, the heads of its free lists, its used range.
-fn heap(a: &Arena, out: &mut Out) {
+fn heap(a: &Session, out: &mut Out) {
     let hs = &a.header().heap;
     let base = offset_of!(Header, heap) as u64;
     out.push("heap.lock".into(), base, span!(hs, HeapState, lock));
@@ -277,7 +277,7 @@ const MAX_CACHE_CPUS: u32 = 4;
 
 /// The per-cpu caches of the first cpus: the stack of each class that
 /// holds blocks (its count and its offsets), and the smallest class's.
-fn caches(a: &Arena, out: &mut Out) {
+fn caches(a: &Session, out: &mut Out) {
     let l = a.layout();
     for cpu in 0..l.cache_cpus.min(MAX_CACHE_CPUS) {
         let base = l.caches + u64::from(cpu) * size_of::<CpuCache>() as u64;

@@ -27,7 +27,7 @@
 //! keep a lock past the limit) is not finished at exit: the reapers finish
 //! it once it is gone, which is always exact, only later.
 
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::errno::Errno;
 use crate::ids::Bitmap;
 use crate::lock::{TID_MASK, gate};
@@ -100,7 +100,7 @@ pub fn exec_failed(frozen: bool) {
 
 /// Takes every queued wait record of thread `tid` of this process off its
 /// queue (semaphore sets and message queues), as [`wait::cancel`] does.
-fn cancel_sleeps_of(a: &Arena, tid: i32) -> Result<(), Errno> {
+fn cancel_sleeps_of(a: &Session, tid: i32) -> Result<(), Errno> {
     let pid = crate::sys::process::getpid();
     let mine = |w: &crate::wait::Waiter| {
         w.pid.load(Relaxed) == pid && (w.who.load(Relaxed) & TID_MASK) as i32 == tid

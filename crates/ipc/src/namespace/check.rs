@@ -3,7 +3,7 @@
 //! `ipcns ns info` reports. Taking each registry lock first lets a pending
 //! repair run, as any caller's would.
 
-use crate::arena::Arena;
+use crate::session::Session;
 use crate::keys;
 use crate::msg::MsgKind;
 use crate::namespace::Namespace;
@@ -72,7 +72,7 @@ impl Namespace {
     }
 }
 
-fn check_kind<K: Kind>(a: &Arena, out: &mut Vec<String>) -> u32 {
+fn check_kind<K: Kind>(a: &Session, out: &mut Vec<String>) -> u32 {
     let name = K::MECH.name();
     let start = out.len();
     let mut e = |what: String| {
@@ -163,7 +163,7 @@ fn check_kind<K: Kind>(a: &Arena, out: &mut Vec<String>) -> u32 {
 
 /// Process records: none left behind by a process that is gone (its
 /// undo entries not applied).
-fn check_procs(a: &Arena, out: &mut Vec<String>) {
+fn check_procs(a: &Session, out: &mut Vec<String>) {
     let Ok(_g) = crate::proc::lock(a) else {
         out.push("procs: lock failed".to_string());
         return;
