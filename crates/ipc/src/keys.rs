@@ -10,7 +10,6 @@ use crate::hash::home;
 use crate::session::Session;
 use crate::arena::header::Registry;
 use crate::errno::Errno;
-use crate::heap;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -181,7 +180,7 @@ pub fn rebuild(
         reg.keys_len.store(n, Relaxed);
         return Ok(());
     }
-    let off = heap::alloc(a, u64::from(cap) * 8)?;
+    let off = a.alloc(u64::from(cap) * 8)?;
     let t: &[AtomicU64] = a.view_slice(off, cap as usize)?;
     for (k, i) in entries {
         place(t, k, i)?;
@@ -191,7 +190,7 @@ pub fn rebuild(
     reg.keys_cap.store(cap, Relaxed);
     reg.keys_len.store(n, Relaxed);
     if old.is_some() {
-        heap::free(a, old_off, u64::from(old_cap) * 8)?;
+        a.free(old_off, u64::from(old_cap) * 8)?;
     }
     Ok(())
 }

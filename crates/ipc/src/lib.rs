@@ -27,7 +27,7 @@ not_loom! {
     pub mod creds;
     mod ctl;
     mod fault;
-    mod fork;
+
     mod hash;
     mod heap;
     mod ids;
@@ -45,7 +45,9 @@ not_loom! {
     mod perm;
     mod recent;
     mod session;
+    mod shared;
     mod proc;
+    mod process;
     mod registry;
     pub mod sem;
     pub mod shm;
@@ -91,9 +93,7 @@ not_loom! {
     /// fails the call that needs it with ETIMEDOUT, or the errno that call
     /// gives for a timeout): for tools and cleanups that must end.
     pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
-        let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
-        let _limit = lock::gate::lock_limit(lock::monotonic_ns().saturating_add(ns).max(2));
-        f()
+        lock::with_limit(limit, f)
     }
 
     /// Arena bytes of one object slot (every object has exactly one).

@@ -26,7 +26,6 @@
 use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
-use crate::heap;
 use crate::lock::{self, Woke};
 use crate::park;
 use core::sync::atomic::Ordering::Relaxed;
@@ -285,10 +284,10 @@ pub fn release(a: &Session, off: u64) {
         w.flags.store(0, Relaxed);
         let ops = w.ops.swap(0, Relaxed);
         if ops != 0 {
-            let _ = heap::free(a, ops, ops_bytes(w.nops.load(Relaxed)));
+            let _ = a.free(ops, ops_bytes(w.nops.load(Relaxed)));
         }
     }
-    let _ = heap::free(a, off, WAITER_BYTES);
+    let _ = a.free(off, WAITER_BYTES);
 }
 
 /// Heap bytes of `n` saved operations (8 bytes each).

@@ -38,28 +38,7 @@ use crate::sys::{Fd, mem};
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 
-/// Types that may live in the arena.
-///
-/// # Safety
-/// Implementors are `#[repr(C)]`, contain only atomics, `UnsafeCell`s
-/// holding plain data, and arrays of those, accept every bit pattern, and
-/// have no `Drop`.
-pub(crate) unsafe trait Shared: Sync {}
-
-/// Declares arena types [`Shared`]. Each use names types that satisfy the
-/// trait's contract: `#[repr(C)]`, atomics, `Lock`s and arrays of them
-/// only, no `Drop` (the layout assertions beside each type pin it).
-macro_rules! shared_types {
-    ($($t:ty),* $(,)?) => {
-        $(
-            // SAFETY: the caller of shared_types! vouches for the contract
-            // of `Shared` (see arena/map.rs).
-            #[allow(unsafe_code)]
-            unsafe impl $crate::arena::map::Shared for $t {}
-        )*
-    };
-}
-pub(crate) use shared_types;
+pub(crate) use crate::shared::{Shared, shared_types};
 
 /// One contiguous part of the file, `[start, limit)`, mapped at
 /// `base + start` up to `end` (which only grows, up to `limit`).

@@ -349,7 +349,7 @@ impl Arena {
         h.boot.store(boot_id(), Relaxed);
         h.percpu.store(header::percpu_mode(), Relaxed);
         h.cache_cpus.store(l.cache_cpus, Relaxed);
-        crate::limits::init_defaults(&h.limits);
+        init_limits(&h.limits);
         for r in &h.registries {
             r.last_idx.store(-1, Relaxed);
             r.next_id.store(-1, Relaxed);
@@ -459,4 +459,19 @@ impl Arena {
         let top = self.header().heap.top.load(Relaxed).min(self.layout.size);
         off >= self.layout.heap_off && off.checked_add(len).is_some_and(|end| end <= top)
     }
+}
+
+/// Linux's defaults for a new namespace's limits.
+fn init_limits(l: &header::Limits) {
+    l.semmsl.store(crate::limits::SEMMSL, Relaxed);
+    l.semmns.store(crate::limits::SEMMNS, Relaxed);
+    l.semopm.store(crate::limits::SEMOPM, Relaxed);
+    l.semmni.store(crate::limits::SEMMNI, Relaxed);
+    l.msgmni.store(crate::limits::MSGMNI, Relaxed);
+    l.msgmax.store(crate::limits::MSGMAX, Relaxed);
+    l.msgmnb.store(crate::limits::MSGMNB, Relaxed);
+    l.shmmni.store(crate::limits::SHMMNI, Relaxed);
+    l.shmmax.store(crate::limits::SHMMAX, Relaxed);
+    l.shmall.store(crate::limits::SHMALL, Relaxed);
+    l.shm_rmid_forced.store(0, Relaxed);
 }

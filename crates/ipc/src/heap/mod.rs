@@ -46,7 +46,6 @@ pub(crate) use audit::audit;
 pub(crate) use cache::{CACHE_CAP, CacheStack, Caches, CpuCache, cache_cpus};
 
 use crate::arena::Arena;
-use crate::session::Session;
 use crate::arena::header::HEAP_CLASSES;
 use crate::errno::Errno;
 use cache::Pop;
@@ -88,18 +87,18 @@ fn plausible(a: &Arena, off: u64, len: u64, align: u64) -> bool {
 ///
 /// Lock state: takes the heap lock only to refill a cache, or for a size
 /// without one (or a thread without rseq); leaves it free.
-pub fn alloc(a: &Session, size: u64) -> Result<u64, Errno> {
-    let off = alloc_uninit(a, size)?;
+pub fn alloc(a: &Arena, k: Option<&Caches>, size: u64) -> Result<u64, Errno> {
+    let off = alloc_uninit(a, k, size)?;
     zero(a, off, footprint(size))?;
     Ok(off)
 }
 
 /// As [`alloc`], but the bytes are whatever the block last held: for a
 /// caller that writes every byte it will read (a message block).
-pub fn alloc_uninit(a: &Session, size: u64) -> Result<u64, Errno> {
+pub fn alloc_uninit(a: &Arena, k: Option<&Caches>, size: u64) -> Result<u64, Errno> {
     if size <= MAX_SMALL {
         let (c, s) = class(size);
-        return small(a, c, s);
+        return small(a, k, c, s);
     }
     if size > a.layout().size {
         return Err(Errno::ENOMEM);
@@ -117,9 +116,9 @@ pub fn alloc_uninit(a: &Session, size: u64) -> Result<u64, Errno> {
 
 /// A block of class `c` (`s` bytes): from this cpu's cache, else from the
 /// lists under the lock.
-fn small(a: &Session, c: usize, s: u64) -> Result<u64, Errno> {
+fn small(a: &Arena, k: Option<&Caches>, c: usize, s: u64) -> Result<u64, Errno> {
     let align = s.min(PAGE);
-    if let Some(k) = a.caches().filter(|k| k.limit(c) > 0) {
+    if let Some(k) = k.filter(|k| k.limit(c) > 0) {
         // Bounded: each turn but the last drops an offset that is no
         // block of this class (leaked).
         for _ in 0..=CACHE_CAP {
@@ -151,7 +150,7 @@ fn batch(limit: u32) -> u32 {
 
 /// This cpu's stack of class `c` is empty: a block for the caller from the
 /// list (or new memory), and a batch more from the list onto the stack.
-fn refill(a: &Session, k: &Caches, c: usize, s: u64) -> Result<u64, Errno> {
+fn refill(a: &Arena, k: &Caches, c: usize, s: u64) -> Result<u64, Errno> {
     let align = s.min(PAGE);
     let _g = global::lock(a)?;
     let off = match global::pop_free(a, c, s, align)? {
@@ -182,14 +181,14 @@ fn refill(a: &Session, k: &Caches, c: usize, s: u64) -> Result<u64, Errno> {
 /// without one; leaves it free. When the heap lock is kept from a call
 /// past its bound (`Lock::lock_leaf`), the block is leaked, not an error:
 /// a free comes after the change it ends, which must not fail.
-pub fn free(a: &Session, off: u64, size: u64) -> Result<(), Errno> {
-    match free_locked(a, off, size) {
+pub fn free(a: &Arena, k: Option<&Caches>, off: u64, size: u64) -> Result<(), Errno> {
+    match free_locked(a, k, off, size) {
         Err(e) if e.0 == libc::ETIMEDOUT => Ok(()),
         r => r,
     }
 }
 
-fn free_locked(a: &Session, off: u64, size: u64) -> Result<(), Errno> {
+fn free_locked(a: &Arena, k: Option<&Caches>, off: u64, size: u64) -> Result<(), Errno> {
     if size > MAX_SMALL {
         if size > a.layout().size {
             return Err(Errno::EUCLEAN);
@@ -206,7 +205,7 @@ fn free_locked(a: &Session, off: u64, size: u64) -> Result<(), Errno> {
     if !plausible(a, off, s, s.min(PAGE)) {
         return Err(Errno::EUCLEAN);
     }
-    if let Some(k) = a.caches().filter(|k| k.limit(c) > 0) {
+    if let Some(k) = k.filter(|k| k.limit(c) > 0) {
         match k.push(c, off) {
             Some(true) => return Ok(()),
             Some(false) => return drain(a, k, c, s, off),
@@ -220,7 +219,7 @@ fn free_locked(a: &Session, off: u64, size: u64) -> Result<(), Errno> {
 
 /// This cpu's stack of class `c` is full: a batch from it onto the list,
 /// then `off` onto the stack (or the list).
-fn drain(a: &Session, k: &Caches, c: usize, s: u64, off: u64) -> Result<(), Errno> {
+fn drain(a: &Arena, k: &Caches, c: usize, s: u64, off: u64) -> Result<(), Errno> {
     let _g = global::lock(a)?;
     for _ in 0..batch(k.limit(c)) {
         match k.pop(c) {
@@ -247,14 +246,14 @@ fn drain(a: &Session, k: &Caches, c: usize, s: u64, off: u64) -> Result<(), Errn
 
 /// Adds `delta` (two's complement) to the bytes the global level handed
 /// out. Heap lock held.
-fn count(a: &Session, delta: u64) {
+fn count(a: &Arena, delta: u64) {
     let w = &a.header().heap.in_use;
     // Relaxed: written under the heap lock only (its release orders it);
     // readers without the lock take it as a statistic.
     w.store(w.load(Relaxed).wrapping_add(delta), Relaxed);
 }
 
-fn zero(a: &Session, off: u64, len: u64) -> Result<(), Errno> {
+fn zero(a: &Arena, off: u64, len: u64) -> Result<(), Errno> {
     crate::arena::bytes::zero(a.view_slice::<AtomicU64>(off, (len / 8) as usize)?);
     Ok(())
 }

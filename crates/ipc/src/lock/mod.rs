@@ -131,7 +131,7 @@ pub struct Lock {
 
 // repr(C), atomics only, no Drop; any bits are a valid (if stale) lock.
 #[cfg(not(loom))]
-crate::arena::map::shared_types!(Lock);
+crate::shared::shared_types!(Lock);
 
 #[cfg(not(loom))]
 const _: () = {
@@ -169,6 +169,15 @@ pub fn bound_for(deadline: Option<u64>, nowait: bool) -> Option<gate::CallDeadli
 /// call with a bound: a call whose timeout is (nearly) over does not give
 /// up a leaf over a holder's usual few microseconds.
 pub const LEAF_GRACE_NS: u64 = 100_000_000;
+
+/// Runs `f` with every arena lock it waits for waited for at most `limit`
+/// in all (`ipcns::with_lock_limit`).
+#[cfg(not(loom))]
+pub fn with_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
+    let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+    let _limit = gate::lock_limit(monotonic_ns().saturating_add(ns).max(2));
+    f()
+}
 
 /// A live holder that keeps a lock this long (and again each time this
 /// long) is asked whether it is a participant at all ([`Os::stranger`]).

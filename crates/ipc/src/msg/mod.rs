@@ -32,7 +32,6 @@ use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
 use crate::errno::{Errno, SysResult};
-use crate::heap;
 use crate::object::MsgSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object};
 use crate::time::now;
@@ -78,7 +77,7 @@ impl Kind for MsgKind {
                 break;
             };
             s.first.store(b.next(), Relaxed);
-            let _ = heap::free(a, m, MSG_HEADER + b.size());
+            let _ = a.free(m, MSG_HEADER + b.size());
         }
         let c = s.cache.swap(0, Relaxed);
         queue::discard(a, None, c);

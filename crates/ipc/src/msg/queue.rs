@@ -204,7 +204,7 @@ pub(super) fn take_block<'a>(
     }
     // Not zeroed: the header and the text are written before anything
     // reads them (a repair reads only the size, written first).
-    let off = heap::alloc_uninit(a, MSG_HEADER + size)?;
+    let off = a.alloc_uninit(MSG_HEADER + size)?;
     // The size first: a repair frees the block by it.
     a.view::<AtomicU64>(off + 16)?
         .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);
@@ -230,7 +230,7 @@ pub(super) fn recycle(a: &Session, s: &MsgSlot, b: u64) {
     // of freeing it twice.
     s.journal.store(0, Release);
     if let Ok(blk) = block(a, b) {
-        let _ = heap::free(a, b, blk.alloc_size());
+        let _ = a.free(b, blk.alloc_size());
     }
 }
 
@@ -242,7 +242,7 @@ pub(super) fn discard(a: &Session, s: Option<&MsgSlot>, b: u64) {
     match s {
         Some(s) if s.cache.load(Relaxed) == 0 => s.cache.store(b, Relaxed),
         _ => {
-            let _ = heap::free(a, b, blk.alloc_size());
+            let _ = a.free(b, blk.alloc_size());
         }
     }
 }
@@ -402,7 +402,7 @@ pub(super) fn wanted(w: &Waiter) -> (u32, i64) {
 /// caller's `Cred::pid`, which a caller may have made for another
 /// process): wakers judge by them whether the sleeper lives.
 pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> {
-    let off = heap::alloc(a, WAITER_BYTES)?;
+    let off = a.alloc(WAITER_BYTES)?;
     let w = wait::at(a, off)?;
     w.state.store(wait::QUEUED, Relaxed);
     w.status.store(0, Relaxed);
@@ -415,7 +415,7 @@ pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> 
     w.spare[0].store(wants.msgtyp as u64, Relaxed);
     w.spare[1].store(lock::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
     if let Err(e) = wait::append(a, &s.waiters, off) {
-        let _ = heap::free(a, off, WAITER_BYTES);
+        let _ = a.free(off, WAITER_BYTES);
         return Err(e);
     }
     Ok(off)
@@ -462,7 +462,7 @@ pub(super) fn drop_record(a: &Session, s: &MsgSlot, prev: u64, off: u64) -> SysR
     if b != 0 {
         discard(a, Some(s), b);
     }
-    let _ = heap::free(a, off, WAITER_BYTES);
+    let _ = a.free(off, WAITER_BYTES);
     Ok(())
 }
 
@@ -631,7 +631,7 @@ pub(super) fn collect(a: &Session, s: &MsgSlot, off: u64) -> SysResult<(bool, i3
     let status = w.status.load(Relaxed);
     let b = w.ops.swap(0, Relaxed);
     wait::unlink(a, &s.waiters, off)?;
-    let _ = heap::free(a, off, WAITER_BYTES);
+    let _ = a.free(off, WAITER_BYTES);
     Ok((done, status, b))
 }
 

@@ -99,7 +99,7 @@ impl Namespace {
     /// Runs `f` holding mechanism `m`'s registry lock (tests: a holder that
     /// stops or dies with the lock held).
     #[doc(hidden)]
-    pub fn hold_registry<R>(&self, m: Mech, f: impl FnOnce() -> R) -> Result<R, crate::Errno> {
+    pub fn hold_registry<R>(&self, m: Mech, f: impl FnOnce() -> R) -> Result<R, crate::errno::Errno> {
         let _g = self.arena().header().registries[m as usize].lock.lock()?;
         Ok(f())
     }
@@ -113,23 +113,23 @@ impl Namespace {
     /// `Namespace` per arena (as it should) needs nothing else. Its shm
     /// attachments stay counted as long as they are mapped: until `shmdt`,
     /// or until the process is gone and someone reaps it.
-    pub fn exit_process(&self) -> crate::SysResult<()> {
-        crate::proc::exit(self.arena())
+    pub fn exit_process(&self) -> crate::errno::SysResult<()> {
+        crate::process::exit(self.arena())
     }
 
     /// Cleans up after every participating process that is gone without
     /// exiting through ipcns (SIGKILL, `_exit`): applies its undo entries
     /// and frees its record. Returns how many. Sleepers and newcomers do it
     /// too; `ipcns ns check` first.
-    pub fn reap_exited(&self) -> crate::SysResult<u32> {
-        crate::proc::reap(self.arena())
+    pub fn reap_exited(&self) -> crate::errno::SysResult<u32> {
+        crate::process::reap(self.arena())
     }
 
     /// Cleans up after process `pid` if it is gone (what a parent that has
     /// just waited for its child does, as the kernel had done it before
     /// the wait returned). Whether it had a record.
-    pub fn reap_pid(&self, pid: i32) -> crate::SysResult<bool> {
-        crate::proc::reap_pid(self.arena(), pid)
+    pub fn reap_pid(&self, pid: i32) -> crate::errno::SysResult<bool> {
+        crate::process::reap_pid(self.arena(), pid)
     }
 }
 
@@ -138,8 +138,8 @@ impl Namespace {
     /// exec replaced the image that made this process's record, the
     /// attachments lost with the old address space are dropped (the undo
     /// entries are kept, as execve keeps them).
-    pub fn after_exec(&self) -> crate::SysResult<()> {
-        crate::proc::after_exec(self.arena())
+    pub fn after_exec(&self) -> crate::errno::SysResult<()> {
+        crate::process::after_exec(self.arena())
     }
 
     /// `semopm` now: the most operations one semop may carry (E2BIG
@@ -160,8 +160,8 @@ impl Drop for Namespace {
     fn drop(&mut self) {
         let id = self.arena().id();
         crate::lock::forget_arena(id.dev, id.ino);
-        crate::fork::unregister(self.arena());
+        crate::process::fork::unregister(self.arena());
         // Errors cannot be reported from a drop; the next reaper retries.
-        let _ = crate::proc::exit(self.arena());
+        let _ = crate::process::exit(self.arena());
     }
 }

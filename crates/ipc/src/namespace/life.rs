@@ -61,13 +61,13 @@ impl Namespace {
     /// The mappings stay until the process is gone: code that runs after
     /// this may still touch them. If the other threads cannot be stopped,
     /// nothing is done here: the process is finished once it is gone.
-    pub fn exit_ending(&self) -> crate::SysResult<()> {
+    pub fn exit_ending(&self) -> crate::errno::SysResult<()> {
         if !quiet() {
             return Ok(());
         }
         // The exit never waits long on a lock (a stopped participant's):
         // what is left is finished once the process is gone.
-        crate::with_lock_limit(EXIT_LOCKS, || crate::proc::exit_ending(self.arena()))
+        crate::lock::with_limit(EXIT_LOCKS, || crate::process::exit_ending(self.arena()))
     }
 }
 

@@ -103,7 +103,7 @@ impl Namespace {
         crate::lock::note_arena(id.dev, id.ino);
         Namespace {
             name,
-            session: Box::new(Session::new(arena)),
+            session: Box::new(Session::new(arena, &crate::process::UPCALLS)),
         }
     }
 
@@ -159,7 +159,7 @@ impl Namespace {
     /// needs the record tries again.
     fn attached(name: String, arena: Arena) -> Namespace {
         let ns = Namespace::of(name, arena);
-        let _ = crate::proc::adopt(&ns.session);
+        let _ = crate::process::adopt(&ns.session);
         ns
     }
 
@@ -309,13 +309,13 @@ impl Namespace {
     /// `size` bytes (zeroed), as the objects' code gets one.
     #[doc(hidden)]
     pub fn heap_alloc(&self, size: u64) -> crate::errno::SysResult<u64> {
-        crate::heap::alloc(&self.session, size)
+        self.session.alloc(size)
     }
 
     /// Frees a block from [`Namespace::heap_alloc`] (for tests).
     #[doc(hidden)]
     pub fn heap_free(&self, off: u64, size: u64) -> crate::errno::SysResult<()> {
-        crate::heap::free(&self.session, off, size)
+        self.session.free(off, size)
     }
 
     /// The word at `off` of the arena, if inside it and aligned (for

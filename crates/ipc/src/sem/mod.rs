@@ -16,7 +16,6 @@ use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
 use crate::errno::{Errno, SysResult};
-use crate::heap;
 use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
 use crate::object::{INLINE_SEMS, Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
@@ -38,6 +37,7 @@ const JOURNAL_UNDO: u32 = 3;
 /// SETVAL: `[semnum, value | pid << 32]`.
 const JOURNAL_SETVAL: u32 = 4;
 
+pub(crate) mod exit;
 pub(crate) mod op;
 mod seen;
 pub(crate) mod undo;
@@ -61,7 +61,7 @@ impl Kind for SemKind {
         undo::orphan_all(a, s);
         let base = s.base.swap(0, Relaxed);
         if base != 0 {
-            let _ = heap::free(a, base, sems_bytes(s.nsems.load(Relaxed)));
+            let _ = a.free(base, sems_bytes(s.nsems.load(Relaxed)));
         }
         clear_journal(a, s);
     }
@@ -202,7 +202,7 @@ fn clear_journal(a: &Session, s: &SemSlot) {
     let off = s.journal_off.swap(0, Relaxed);
     if off != 0 {
         // heap::free refuses (EUCLEAN) an offset that is no block: leaked.
-        let _ = heap::free(a, off, u64::from(s.journal_len.load(Relaxed)) * 8);
+        let _ = a.free(off, u64::from(s.journal_len.load(Relaxed)) * 8);
     }
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32
     // The array, before an index is taken (sem_alloc precedes ipc_addid).
     let n = nsems as u32;
     let base = if n as usize > INLINE_SEMS {
-        heap::alloc(a, sems_bytes(n))?
+        a.alloc(sems_bytes(n))?
     } else {
         0
     };
@@ -393,7 +393,7 @@ pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32
     });
     // A failure before the slot took the array leaves it to us.
     if created.is_err() && base != 0 && !stored.get() {
-        let _ = heap::free(a, base, sems_bytes(n));
+        let _ = a.free(base, sems_bytes(n));
     }
     if let Ok(id) = created {
         // The creator knows the size it asked for (GETALL's bound).
@@ -588,7 +588,7 @@ fn sem_setall(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) ->
         return Err(Errno::EUCLEAN);
     }
     // Lock order object -> heap allows allocating the journal here.
-    let journal = heap::alloc(a, n as u64 * 8)?;
+    let journal = a.alloc(n as u64 * 8)?;
     let words: &[AtomicU64] = a.view_slice(journal, n)?;
     for (w, &v) in words.iter().zip(vals) {
         w.store(u64::from(v) | (u64::from(cred.pid as u32) << 32), Relaxed);
@@ -623,7 +623,7 @@ fn sem_setval(a: &Session, cred: &Cred, semid: i32, semnum: i32, val: i32) -> Sy
     } else {
         // The value and every process's adjustment together ("un->semadj
         // [semnum] = 0"), through the journal.
-        let journal = heap::alloc(a, 16)?;
+        let journal = a.alloc(16)?;
         let words: &[AtomicU64] = a.view_slice(journal, 2)?;
         words[0].store(semnum as u64, Relaxed);
         words[1].store(u64::from(val as u32) | (u64::from(cred.pid as u32) << 32), Relaxed);

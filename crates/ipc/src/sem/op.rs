@@ -26,7 +26,6 @@ use crate::abi::{self, sembuf};
 use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::heap;
 use crate::limits::{SEMAEM, SEMVMX};
 use crate::object::{Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
@@ -181,7 +180,7 @@ fn commit(
     // as it is to be.
     let n = sems.len();
     let words = 3 + 2 * n;
-    let journal = heap::alloc(a, words as u64 * 8)?;
+    let journal = a.alloc(words as u64 * 8)?;
     let block: &[AtomicU64] = a.view_slice(journal, words)?;
     block[0].store(waiter, Relaxed);
     let ticket = wait::at(a, waiter).map_or(0, |w| w.flags.load(Relaxed));
@@ -498,7 +497,7 @@ fn semtimedop_bounded(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], whe
     // process record (a newcomer's first look reaps dead processes,
     // whose undo entries take other sets' locks).
     if undos {
-        crate::proc::me(a)?;
+        a.me()?;
     }
     // "if (max >= sma->sem_nsems) { err = -EFBIG; ...}"
     if u32::from(max) >= s.nsems.load(Relaxed) {
@@ -567,7 +566,7 @@ fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, 
     // Now and then, clean up after dead processes: a dead SEM_UNDO
     // holder's adjustment may be what this sleeper waits for.
     let mut tick = || {
-        let _ = crate::proc::reap(a);
+        let _ = a.reap();
     };
     let result = match wait::sleep(w, deadline, mark, &mut tick) {
         Slept::Done(status) => status,
@@ -644,11 +643,11 @@ fn enqueue(
     entry: u64,
 ) -> SysResult<u64> {
     let n = sops.len() as u32;
-    let ops = heap::alloc(a, wait::ops_bytes(n))?;
-    let off = match heap::alloc(a, wait::WAITER_BYTES) {
+    let ops = a.alloc(wait::ops_bytes(n))?;
+    let off = match a.alloc(wait::WAITER_BYTES) {
         Ok(off) => off,
         Err(e) => {
-            let _ = heap::free(a, ops, wait::ops_bytes(n));
+            let _ = a.free(ops, wait::ops_bytes(n));
             return Err(e);
         }
     };

@@ -25,15 +25,12 @@
 //! `semid` @20, `generation` @24, `nsems` @32, `applied` @36), then
 //! `nsems` 16-bit adjustments.
 
-use super::{JOURNAL_UNDO, SemKind, sems};
+use super::sems;
 use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
-use crate::heap;
-use crate::limits::SEMVMX;
 use crate::object::SemSlot;
 use crate::proc::{self, Proc};
-use crate::registry::{Kind, lock_object, obtain};
 use crate::wait;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64};
@@ -178,14 +175,14 @@ fn prune_applied(a: &Session, r: &Proc) {
 /// Frees an entry (off every list).
 pub fn free(a: &Session, off: u64) {
     if let Ok(h) = head(a, off) {
-        let _ = heap::free(a, off, bytes(h.nsems.load(Relaxed)));
+        let _ = a.free(off, bytes(h.nsems.load(Relaxed)));
     }
 }
 
 /// `find_alloc_undo`: the calling process's entry for the set (set lock
 /// held, the set checked valid), made if missing.
 pub fn find_or_make(a: &Session, s: &SemSlot, semid: i32, generation: u64) -> Result<u64, Errno> {
-    let me = proc::me(a)?;
+    let me = a.me()?;
     for off in of_set(a, s) {
         let h = head(a, off)?;
         if h.proc.load(Relaxed) == me
@@ -196,7 +193,7 @@ pub fn find_or_make(a: &Session, s: &SemSlot, semid: i32, generation: u64) -> Re
         }
     }
     let n = sems(a, s)?.len() as u32;
-    let off = heap::alloc(a, bytes(n))?;
+    let off = a.alloc(bytes(n))?;
     crate::fault::step();
     let h: &UndoHead = a.view(off)?;
     h.proc.store(me, Relaxed);
@@ -264,61 +261,6 @@ pub fn orphan_all(a: &Session, s: &SemSlot) {
     s.undos.store(0, Relaxed);
 }
 
-/// `exit_sem` for one entry of process `pid`: its adjustments added to the
-/// set's values, clamped to 0..=SEMVMX, sempid = `pid`, sleepers woken.
-/// Skipped if already applied or if the set is gone.
-pub fn apply_at_exit(a: &Session, off: u64, pid: i32) -> Result<(), Errno> {
-    let h = head(a, off)?;
-    if h.applied.load(Relaxed) != 0 {
-        return Ok(());
-    }
-    let Ok(f) = obtain::<SemKind>(a, h.semid.load(Relaxed)) else {
-        // The set is gone: nothing to undo.
-        h.applied.store(1, Relaxed);
-        return Ok(());
-    };
-    let s = f.slot;
-    let _g = lock_object::<SemKind>(a, s)?;
-    if crate::registry::still_valid(&f).is_err()
-        || f.generation != h.generation.load(Relaxed)
-        || h.applied.load(Relaxed) != 0
-    {
-        h.applied.store(1, Relaxed);
-        return Ok(());
-    }
-    // The process's sleepers whose operation would change this entry (a
-    // dead process's, or one that is ending: exit_sem runs after the
-    // task's last semop) leave the queue: their operations never happen.
-    cancel_sleepers(a, s, off);
-    let sems = sems(a, s)?;
-    let adj = adj(a, off)?;
-    let n = sems.len();
-    // The journal: the entry, then every value as it is to be.
-    let words = n + 1;
-    let journal = heap::alloc(a, words as u64 * 8)?;
-    let block: &[AtomicU64] = a.view_slice(journal, words)?;
-    block[0].store(off, Relaxed);
-    for (i, (w, sem)) in block[1..].iter().zip(sems).enumerate() {
-        let d = adj.get(i).map_or(0, |x| i32::from(x.load(Relaxed) as i16));
-        let (v, p) = if d == 0 {
-            (sem.val(), sem.pid())
-        } else {
-            (sem.val().saturating_add(d).clamp(0, SEMVMX), pid)
-        };
-        w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
-    }
-    s.journal_len.store(words as u32, Relaxed);
-    s.journal_off.store(journal, Relaxed);
-    crate::fault::step();
-    s.journal_op.store(JOURNAL_UNDO, Relaxed);
-    crate::fault::step();
-    SemKind::repair_object(a, s)?;
-    crate::fault::step();
-    // exit_sem: "do_smart_update(sma, NULL, 0, 1, &wake_q)": otime is set
-    // for every set the process has an entry for, adjustments or not.
-    s.otime.store(crate::time::now(), Relaxed);
-    super::op::update_queue(a, s, None)
-}
 
 /// Ends the wait of every sleeper on the set whose operation names undo
 /// entry `off`: a live one's (a process that is ending) with EINTR, a dead

@@ -26,7 +26,6 @@ use crate::session::Session;
 use crate::chain::Chain;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::heap;
 use crate::object::ShmSlot;
 use crate::perm;
 use crate::proc;
@@ -149,7 +148,7 @@ fn record_entry(
     generation: u64,
     state: u32,
 ) -> SysResult<u64> {
-    let off = heap::alloc(a, ATTACH_BYTES)?;
+    let off = a.alloc(ATTACH_BYTES)?;
     let e = entry(a, off)?;
     e.addr.store(addr, Relaxed);
     e.size.store(size, Relaxed);
@@ -170,7 +169,7 @@ fn record_entry(
 fn forget(a: &Session, me: u32, off: u64) -> SysResult<()> {
     let _g = proc::lock(a)?;
     if unlink(a, proc::record(a, me)?, off) {
-        heap::free(a, off, ATTACH_BYTES)?;
+        a.free(off, ATTACH_BYTES)?;
     }
     Ok(())
 }
@@ -311,35 +310,16 @@ pub fn inherit(a: &Session, parent: u32) -> SysResult<()> {
     if entries.is_empty() {
         return Ok(());
     }
-    let me = proc::me(a)?;
+    let me = a.me()?;
     count_copies(a, entries, me, ppid)
 }
 
-/// In a process about to fork: makes the child's record now, with every
-/// attachment of record `parent` copied and counted, so that `shm_nattch`
-/// includes the child's attachments as soon as `fork` returns, as Linux
-/// counts them inside fork (`dup_mmap` -> `shm_open`). Returns the unborn
-/// record and the nonce the child claims it with
-/// ([`proc::claim_unborn`]), or None when there is nothing to inherit.
-pub fn prefork(a: &Session, parent: u32) -> SysResult<Option<(u32, u64)>> {
-    let pid = crate::sys::process::getpid();
-    let entries = counted(a, parent, pid)?;
-    if entries.is_empty() {
-        return Ok(None);
-    }
-    let (child, nonce) = proc::make_unborn(a, parent)?;
-    if let Err(e) = count_copies(a, entries, child, pid) {
-        let _ = proc::release_unborn(a, child, nonce);
-        return Err(e);
-    }
-    Ok(Some((child, nonce)))
-}
 
 /// The counted attachments of record `idx`, if it is process `pid`'s:
 /// `(addr, (size, len), idx, generation)`. (An index cached by a process may be
 /// its own parent's, inherited through a fork when it had no record of its
 /// own: then nothing of it is ours.)
-fn counted(a: &Session, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
+pub(crate) fn counted(a: &Session, idx: u32, pid: i32) -> SysResult<Vec<Copied>> {
     let _g = proc::lock(a)?;
     let r = proc::record(a, idx)?;
     if r.pid.load(Relaxed) != pid || r.state.load(Relaxed) != proc::LIVE {
@@ -364,7 +344,7 @@ type Copied = (u64, (u64, u64), u32, u64);
 
 /// Adds `entries` (from [`counted`]) to record `to`, each counted, with
 /// `lpid` as the last operator.
-fn count_copies(
+pub(crate) fn count_copies(
     a: &Session,
     entries: Vec<Copied>,
     to: u32,
@@ -428,7 +408,7 @@ pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg
     // The mapping first (shm_file's mmap), then the count.
     let (mapped, len) =
         super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
-    let me = match proc::me(a) {
+    let me = match a.me() {
         Ok(me) => me,
         Err(e) => {
             super::unmap(mapped, len);
@@ -482,7 +462,7 @@ pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg
     // What this image mapped, for shmdt (`mapped.rs`).
     super::mapped::forget_inside(mapped, mapped.saturating_add(len));
     super::mapped::record(mapped, len);
-    crate::fork::register(a);
+    a.register_for_fork();
     Ok(mapped)
 }
 
@@ -492,7 +472,7 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
     if shmaddr & (SHMLBA - 1) != 0 {
         return Err(Errno::EINVAL);
     }
-    let me = proc::me(a)?;
+    let me = a.me()?;
     let found = {
         let _g = proc::lock(a)?;
         list(a, proc::record(a, me)?).find(|&off| {

@@ -354,7 +354,7 @@ pub(crate) fn shmctl(a: &Session, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg
     }
     // Processes gone without detaching (SIGKILL) drop their
     // attachments now: nattch is as the kernel would show it.
-    crate::proc::reap(a)?;
+    a.reap()?;
     reap_if_forced(a)?;
     match cmd {
         abi::IPC_INFO => {

@@ -36,7 +36,9 @@
 //! through `__errno_location`.
 #![allow(unsafe_code)]
 
+use crate::errno::SysResult;
 use crate::session::Session;
+use crate::shm::attach;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
@@ -97,8 +99,8 @@ fn prepare_with(pending: &mut Pending) {
     for &p in list.iter() {
         let a = arena(p);
         // This process's own record (a cached index may be a parent's).
-        if let Ok(Some(parent)) = crate::proc::adopt(a)
-            && let Ok(Some((child, nonce))) = crate::shm::attach::prefork(a, parent)
+        if let Ok(Some(parent)) = crate::process::adopt(a)
+            && let Ok(Some((child, nonce))) = prefork(a, parent)
         {
             pending.records.push((p, child, nonce));
         }
@@ -141,7 +143,7 @@ fn parent_with(pending: &mut Pending) {
         for (p, child, nonce) in pending.records.drain(..) {
             let _ = match outcome {
                 Some(Some(pid)) => crate::proc::name_unborn(arena(p), child, nonce, pid),
-                Some(None) => crate::proc::release_unborn(arena(p), child, nonce),
+                Some(None) => crate::process::release_unborn(arena(p), child, nonce),
                 None => Ok(()),
             };
         }
@@ -199,4 +201,24 @@ pub fn unregister(a: &Session) {
         let p = a as *const Session as usize;
         list.retain(|&x| x != p);
     }
+}
+
+/// In a process about to fork: makes the child's record now, with every
+/// attachment of record `parent` copied and counted, so that `shm_nattch`
+/// includes the child's attachments as soon as `fork` returns, as Linux
+/// counts them inside fork (`dup_mmap` -> `shm_open`). Returns the unborn
+/// record and the nonce the child claims it with
+/// (`proc::claim_unborn`), or None when there is nothing to inherit.
+fn prefork(a: &Session, parent: u32) -> SysResult<Option<(u32, u64)>> {
+    let pid = crate::sys::process::getpid();
+    let entries = attach::counted(a, parent, pid)?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let (child, nonce) = crate::proc::make_unborn(a, parent)?;
+    if let Err(e) = attach::count_copies(a, entries, child, pid) {
+        let _ = super::release_unborn(a, child, nonce);
+        return Err(e);
+    }
+    Ok(Some((child, nonce)))
 }

@@ -1,0 +1,174 @@
+//! The exit path (above the mechanisms): what happens to a process's
+//! records when it exits, execs, forks or is found gone. The kernel does
+//! this in `exit_sem`, `exit_shm`, `exec_mmap` and `dup_mmap`; here
+//! whoever meets the process does it, finishing its record in the table
+//! (`proc.rs`) one entry at a time (`exit.rs`), and a fork counts the
+//! child's attachments (`fork.rs`).
+//!
+//! The layers below reach [`me`] and [`reap`] through the session's
+//! upcalls ([`UPCALLS`], installed by the namespace).
+
+mod exit;
+pub mod fork;
+
+pub use exit::{Finish, finish, release_unborn};
+
+use crate::errno::Errno;
+use crate::lock;
+use crate::proc::{self, LIVE};
+use crate::session::{Session, Upcalls};
+use core::sync::atomic::Ordering::Relaxed;
+
+/// What the session's users below this layer call up for.
+pub static UPCALLS: Upcalls = Upcalls {
+    me,
+    reap,
+    forks: fork::register,
+};
+
+/// The calling process's record index, made on first use (and again in a
+/// forked child: a new process).
+pub fn me(a: &Session) -> Result<u32, Errno> {
+    if let Some(idx) = proc::cached(a) {
+        return Ok(idx);
+    }
+    let pid = crate::sys::process::getpid();
+    let start = lock::own_start();
+    let (idx, exec) = {
+        let _g = proc::lock(a)?;
+        proc::find_or_make(a, pid, start)?
+    };
+    if exec {
+        // This image replaced the one that made the record (execve): its
+        // attachments are gone with its address space; undo entries stay.
+        adopt_image(a, idx, pid, start)?;
+    }
+    proc::cache(a, idx);
+    // A newcomer cleans up after the processes that left without doing it
+    // themselves (bounded by the table; once per process).
+    let _ = reap(a);
+    Ok(idx)
+}
+
+/// The calling process's record if it has one, without making one: what
+/// an image finds of itself when it attaches, and at exit. A record made
+/// by an earlier image of the process (before an execve) is taken over as
+/// in [`me`]: its attachments dropped, its undo entries kept. Caches the
+/// index.
+pub fn adopt(a: &Session) -> Result<Option<u32>, Errno> {
+    if let Some(idx) = proc::cached(a) {
+        return Ok(Some(idx));
+    }
+    let pid = crate::sys::process::getpid();
+    let start = lock::own_start();
+    let Some((idx, exec)) = proc::find(a, pid, start)? else {
+        return Ok(None);
+    };
+    if exec {
+        adopt_image(a, idx, pid, start)?;
+    }
+    proc::cache(a, idx);
+    Ok(Some(idx))
+}
+
+/// Takes record `idx` over for this program image: the attachments of
+/// the image an execve replaced dropped (under the finishing claim, so two
+/// threads of the new image never drop one entry twice), then the record
+/// marked as this image's.
+fn adopt_image(a: &Session, idx: u32, pid: i32, start: u64) -> Result<(), Errno> {
+    if !finish(a, idx, pid, Some(start), Finish::Exec)? {
+        // Another thread of this image is at it: it marks the record.
+        return Ok(());
+    }
+    proc::mark_image(a, idx)
+}
+
+/// Cleans up after every process that is gone: applies its undo entries
+/// (as `exit_sem` would have) and frees its record. Returns how many.
+/// Takes set locks and the procs lock in turn, never together.
+pub fn reap(a: &Session) -> Result<u32, Errno> {
+    let (live, unborn) = {
+        let _g = proc::lock(a)?;
+        (proc::live_records(a)?, proc::stillborn(a)?)
+    };
+    let mut n = 0;
+    for &(idx, pid, start) in &live {
+        if !lock::process_alive(pid, start) && finish(a, idx, pid, Some(start), Finish::Gone)? {
+            n += 1;
+        }
+    }
+    for &(idx, nonce) in &unborn {
+        release_unborn(a, idx, nonce)?;
+    }
+    Ok(n)
+}
+
+/// Cleans up after process `pid` if it has a record and is gone (a parent
+/// that has just waited for it); whether it had one.
+pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
+    let found = {
+        let _g = proc::lock(a)?;
+        proc::table(a)?.iter().enumerate().find_map(|(i, r)| {
+            (r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid)
+                .then(|| (i as u32, r.start.load(Relaxed)))
+        })
+    };
+    match found {
+        Some((idx, start)) if !lock::process_alive(pid, start) => {
+            finish(a, idx, pid, Some(start), Finish::Gone)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// What `exit` does for the calling process's semaphores: its undo
+/// entries applied. Its shm attachments stay counted while they are mapped
+/// (the process goes on): they are dropped with the record when the
+/// process is found gone.
+pub fn exit(a: &Session) -> Result<(), Errno> {
+    exit_as(a, true)
+}
+
+/// What the kernel's exit path does for a process that is ending (the C
+/// ABI's destructor): its undo entries applied and its attachments
+/// dropped, as `exit_mm` and `exit_sem` would. Nothing is unmapped (code
+/// that runs after may still touch an attachment; the mappings go with
+/// the process).
+pub fn exit_ending(a: &Session) -> Result<(), Errno> {
+    exit_as(a, false)
+}
+
+fn exit_as(a: &Session, mapped: bool) -> Result<(), Errno> {
+    // An image that has not used its record yet may still have one: made
+    // before its execve, with undo entries that this exit must apply.
+    let Some(idx) = adopt(a)? else {
+        return Ok(());
+    };
+    proc::uncache(a);
+    let what = if mapped { Finish::Undo } else { Finish::Exit };
+    finish(a, idx, crate::sys::process::getpid(), None, what).map(|_| ())
+}
+
+/// What a new program image does when it attaches: if this process (pid
+/// and start time) has a record made by the image that an exec replaced,
+/// the attachments that went with the old address space are dropped now
+/// (undo entries stay, as execve keeps them), as the kernel drops them at
+/// the exec itself. Makes no record when there is none.
+pub fn after_exec(a: &Session) -> Result<(), Errno> {
+    let pid = crate::sys::process::getpid();
+    let start = lock::own_start();
+    let replaced = {
+        let _g = proc::lock(a)?;
+        proc::table(a)?.iter().any(|r| {
+            r.state.load(Relaxed) == LIVE
+                && r.pid.load(Relaxed) == pid
+                && r.start.load(Relaxed) == start
+                && r.image.load(Relaxed) != proc::image()
+        })
+    };
+    if replaced {
+        // `me` finds the record, sees the exec and drops the attachments.
+        me(a)?;
+    }
+    Ok(())
+}
