@@ -272,7 +272,7 @@ mod deaths {
         ns.semctl(&me, id, 0, SETVAL, SemArg::Val(1)).unwrap();
         // The process table exists (this process's record), as it does
         // once anyone used it: the baseline of the heap.
-        super::me(ns.arena()).unwrap();
+        crate::process::me(ns.arena()).unwrap();
         let base = ns.heap_in_use();
         (Scratch(path), ns, id, base)
     }
@@ -297,7 +297,7 @@ mod deaths {
             for v in [-1, 1, -1] {
                 let _ = ns.semop(&me, id, &[op(v)]);
             }
-            let _ = super::exit_ending(ns.arena());
+            let _ = crate::process::exit_ending(ns.arena());
         };
         let (s, ns, id, base) = fresh("user");
         let (n, killed) = in_child(0, || user(&s.0, id));
