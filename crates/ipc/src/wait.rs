@@ -20,8 +20,12 @@
 //!
 //! # Layout
 //! 64 bytes (one heap block of class 64): `state` @0, `status` @4, `next`
-//! @8, `who` @16, `pid` @24, `nops` @28, `ops` @32, `blocking` @40,
-//! `flags` @44, `spare` @48 (semop: the undo entry; the heartbeat).
+//! @8, `who` @16, `pid` @24, then five words whose meaning is the
+//! mechanism's: @28, `ops` @32, @40, @44, @48 and @56. They are read and
+//! written only through a mechanism's view, which names them:
+//! [`SemWaiter`] (`nops`, `ops`, `blocking`, `ticket`, `undo_entry`,
+//! `heartbeat`) and [`MsgWaiter`] (`kind`, `size`, `mode`, `msgtyp`,
+//! `trust_until`).
 
 use crate::session::Session;
 use crate::chain::Chain;
@@ -46,26 +50,122 @@ pub struct Waiter {
     pub who: AtomicU64,
     /// Its thread group id (what the operation records as its pid).
     pub pid: AtomicI32,
-    /// Operations (semop: the number of sembufs at `ops`).
-    pub nops: AtomicU32,
-    /// Heap offset of the operation's arguments.
-    pub ops: AtomicU64,
-    /// semop: the blocking operation's semaphore number, with bit 31 set
-    /// when it waits for zero (GETZCNT) rather than to decrement (GETNCNT).
-    pub blocking: AtomicU32,
+    /// The mechanism's words, by offset ([`SemWaiter`], [`MsgWaiter`]).
+    x28: AtomicU32,
+    /// Heap offset of the operation's arguments (a semop's sembufs; 0 for
+    /// a message sleeper), freed with the record.
+    ops: AtomicU64,
+    x40: AtomicU32,
+    x44: AtomicU32,
+    x48: AtomicU64,
+    /// A semaphore sleeper's heartbeat; a message sleeper's trusted spin.
+    x56: AtomicU64,
+}
+
+impl Waiter {
+    /// The record as a semop sleeper's.
+    #[inline]
+    pub fn sem(&self) -> SemWaiter<'_> {
+        SemWaiter(self)
+    }
+
+    /// The record as a msgsnd or msgrcv sleeper's.
+    #[inline]
+    pub fn msg(&self) -> MsgWaiter<'_> {
+        MsgWaiter(self)
+    }
+}
+
+/// A semop sleeper's record: its operations and what it blocks on.
+#[derive(Clone, Copy)]
+pub struct SemWaiter<'a>(&'a Waiter);
+
+impl<'a> SemWaiter<'a> {
+    /// How many sembufs the operation has (at [`SemWaiter::ops`]).
+    pub fn nops(self) -> &'a AtomicU32 {
+        &self.0.x28
+    }
+
+    /// Heap offset of the operation's sembufs.
+    pub fn ops(self) -> &'a AtomicU64 {
+        &self.0.ops
+    }
+
+    /// The blocking operation's semaphore number, with bit 31 set when it
+    /// waits for zero (GETZCNT) rather than to decrement (GETNCNT).
+    pub fn blocking(self) -> &'a AtomicU32 {
+        &self.0.x40
+    }
+
     /// A ticket drawn at enqueue (never 0): a journal names the record by
     /// offset and ticket, so a record freed and reused is not the one it
     /// means.
-    pub flags: AtomicU32,
-    pub spare: [AtomicU64; 2],
+    pub fn ticket(self) -> &'a AtomicU32 {
+        &self.0.x44
+    }
+
+    /// The caller's undo entry for the set (SEM_UNDO), or 0.
+    pub fn undo_entry(self) -> &'a AtomicU64 {
+        &self.0.x48
+    }
+
+    /// When the sleeper last said it is alive (spinning: [`beat`]).
+    pub fn heartbeat(self) -> &'a AtomicU64 {
+        &self.0.x56
+    }
+}
+
+/// A message sleeper's record: which kind it is and what it wants.
+#[derive(Clone, Copy)]
+pub struct MsgWaiter<'a>(&'a Waiter);
+
+impl<'a> MsgWaiter<'a> {
+    /// A sender or a receiver (`msg/queue.rs`'s `KIND_*`).
+    pub fn kind(self) -> &'a AtomicU32 {
+        &self.0.x28
+    }
+
+    /// A receiver: the largest message it takes (`r_maxsize`); a sender:
+    /// its message's size.
+    pub fn size(self) -> &'a AtomicU32 {
+        &self.0.x40
+    }
+
+    /// The message block handed to a receiver by a sender (0 until
+    /// then; now the receiver's).
+    pub fn handed(self) -> &'a AtomicU64 {
+        &self.0.ops
+    }
+
+    /// Bits 0-7: a receiver's search mode (`r_mode`); bits 8-15: how often
+    /// a scan met the finished record (`msg/queue.rs`).
+    pub fn flags(self) -> &'a AtomicU32 {
+        &self.0.x44
+    }
+
+    /// A receiver's message type (`r_msgtype`).
+    pub fn msgtyp(self) -> &'a AtomicU64 {
+        &self.0.x48
+    }
+
+    /// Until when (CLOCK_MONOTONIC ns) a waker may take the sleeper's
+    /// spin as a sign of life.
+    pub fn trust_until(self) -> &'a AtomicU64 {
+        &self.0.x56
+    }
 }
 
 const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(size_of::<Waiter>() == 64);
     assert!(offset_of!(Waiter, next) == 8);
+    assert!(offset_of!(Waiter, pid) == 24);
+    assert!(offset_of!(Waiter, x28) == 28);
     assert!(offset_of!(Waiter, ops) == 32);
-    assert!(offset_of!(Waiter, blocking) == 40);
+    assert!(offset_of!(Waiter, x40) == 40);
+    assert!(offset_of!(Waiter, x44) == 44);
+    assert!(offset_of!(Waiter, x48) == 48);
+    assert!(offset_of!(Waiter, x56) == 56);
 };
 
 // repr(C), atomics only, no Drop.
@@ -236,12 +336,12 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     if !lock::thread_answers(pid, tid) {
         return false;
     }
-    let first = w.spare[1].load(Relaxed);
+    let first = w.x56.load(Relaxed);
     let start = now_ns();
     // Only a spinning sleeper beats; one asleep in the kernel does not.
     if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
         while now_ns().saturating_sub(start) < WATCH_NS {
-            if w.spare[1].load(Relaxed) != first {
+            if w.x56.load(Relaxed) != first {
                 return true;
             }
             core::hint::spin_loop();
@@ -263,9 +363,9 @@ pub fn prune(a: &Session, head: &AtomicU64) {
     }
 }
 
-/// Records that the sleeper is alive now (`spare[1]`: its heartbeat).
+/// Records that the sleeper is alive now (its heartbeat).
 pub fn beat(w: &Waiter) {
-    w.spare[1].store(now_ns(), Relaxed);
+    w.sem().heartbeat().store(now_ns(), Relaxed);
 }
 
 /// Unlinks and frees a record whose sleeper died (only once it is off the
@@ -281,10 +381,13 @@ pub fn drop_dead(a: &Session, head: &AtomicU64, off: u64) -> Result<(), Errno> {
 /// a journal naming the old record never takes a new one for it.
 pub fn release(a: &Session, off: u64) {
     if let Ok(w) = at(a, off) {
-        w.flags.store(0, Relaxed);
-        let ops = w.ops.swap(0, Relaxed);
+        // Only a semop sleeper's record has a ticket and operations (a
+        // message sleeper's `ops` is 0).
+        let s = w.sem();
+        s.ticket().store(0, Relaxed);
+        let ops = s.ops().swap(0, Relaxed);
         if ops != 0 {
-            let _ = a.free(ops, ops_bytes(w.nops.load(Relaxed)));
+            let _ = a.free(ops, ops_bytes(s.nops().load(Relaxed)));
         }
     }
     let _ = a.free(off, WAITER_BYTES);

@@ -392,8 +392,8 @@ pub(super) struct Wants {
 /// The receiver's search mode and type (`r_mode`, `r_msgtype`).
 pub(super) fn wanted(w: &Waiter) -> (u32, i64) {
     (
-        w.flags.load(Relaxed) & MODE_MASK,
-        w.spare[0].load(Relaxed) as i64,
+        w.msg().flags().load(Relaxed) & MODE_MASK,
+        w.msg().msgtyp().load(Relaxed) as i64,
     )
 }
 
@@ -408,12 +408,14 @@ pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> 
     w.status.store(0, Relaxed);
     w.who.store(lock::my_identity(), Relaxed);
     w.pid.store(crate::sys::process::getpid(), Relaxed);
-    w.nops.store(wants.kind, Relaxed);
-    w.ops.store(0, Relaxed);
-    w.blocking.store(wants.size, Relaxed);
-    w.flags.store(wants.mode & MODE_MASK, Relaxed);
-    w.spare[0].store(wants.msgtyp as u64, Relaxed);
-    w.spare[1].store(lock::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
+    let m = w.msg();
+    m.kind().store(wants.kind, Relaxed);
+    m.handed().store(0, Relaxed);
+    m.size().store(wants.size, Relaxed);
+    m.flags().store(wants.mode & MODE_MASK, Relaxed);
+    m.msgtyp().store(wants.msgtyp as u64, Relaxed);
+    m.trust_until()
+        .store(lock::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
     if let Err(e) = wait::append(a, &s.waiters, off) {
         let _ = a.free(off, WAITER_BYTES);
         return Err(e);
@@ -432,7 +434,7 @@ pub(super) fn finish(w: &Waiter, status: i32) {
 /// (a receiver killed within those microseconds can take a message with
 /// it, as one killed just after msgrcv returned would).
 pub(super) fn receiver_alive(w: &Waiter) -> bool {
-    (w.state.load(Relaxed) == wait::QUEUED && lock::monotonic_ns() < w.spare[1].load(Relaxed))
+    (w.state.load(Relaxed) == wait::QUEUED && lock::monotonic_ns() < w.msg().trust_until().load(Relaxed))
         || wait::sleeper_alive(w)
 }
 
@@ -440,10 +442,10 @@ pub(super) fn receiver_alive(w: &Waiter) -> bool {
 /// sleeper died before collecting it (asked at the 2nd, 4th, 8th...
 /// sighting, so that a slow live sleeper costs few checks).
 pub(super) fn uncollected_and_dead(w: &Waiter) -> bool {
-    let f = w.flags.load(Relaxed);
+    let f = w.msg().flags().load(Relaxed);
     let seen = ((f >> 8) & 0xff) + 1;
     if seen <= 0xff {
-        w.flags.store(f + SIGHTING, Relaxed);
+        w.msg().flags().store(f + SIGHTING, Relaxed);
     }
     seen >= 2 && seen.is_power_of_two() && !wait::sleeper_alive(w)
 }
@@ -458,7 +460,7 @@ pub(super) fn drop_record(a: &Session, s: &MsgSlot, prev: u64, off: u64) -> SysR
     } else {
         wait::at(a, prev)?.next.store(next, Relaxed);
     }
-    let b = w.ops.swap(0, Relaxed);
+    let b = w.msg().handed().swap(0, Relaxed);
     if b != 0 {
         discard(a, Some(s), b);
     }
@@ -554,7 +556,7 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
         .store((w.who.load(Relaxed) & lock::TID_MASK) as i32, Relaxed);
     s.rtime.store(t, Relaxed);
     if w.state.load(Acquire) != wait::DONE {
-        w.ops.store(b.off, Relaxed);
+        w.msg().handed().store(b.off, Relaxed);
         finish(w, 0);
     }
 }
@@ -565,7 +567,7 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
 pub(super) fn wake_senders(a: &Session, s: &MsgSlot) -> SysResult<()> {
     let mut stop = 0u64;
     walk(a, s, |prev, cur, w| {
-        if w.nops.load(Relaxed) != KIND_SEND {
+        if w.msg().kind().load(Relaxed) != KIND_SEND {
             return Ok(Step::Next);
         }
         if w.state.load(Acquire) == wait::DONE {
@@ -578,7 +580,7 @@ pub(super) fn wake_senders(a: &Session, s: &MsgSlot) -> SysResult<()> {
         if cur == stop {
             return Ok(Step::Stop);
         }
-        if fits(s, u64::from(w.blocking.load(Relaxed))) {
+        if fits(s, u64::from(w.msg().size().load(Relaxed))) {
             finish(w, 0);
             return Ok(Step::Next);
         }
@@ -614,7 +616,7 @@ fn move_to_tail(a: &Session, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
 /// removal) and `ss_wakeup(kill)`.
 pub(super) fn wake_all(a: &Session, s: &MsgSlot, kind: u32, status: i32) {
     let _ = walk(a, s, |_, _, w| {
-        if (kind == 0 || w.nops.load(Relaxed) == kind) && w.state.load(Acquire) != wait::DONE {
+        if (kind == 0 || w.msg().kind().load(Relaxed) == kind) && w.state.load(Acquire) != wait::DONE {
             finish(w, status);
         }
         Ok(Step::Next)
@@ -629,7 +631,7 @@ pub(super) fn collect(a: &Session, s: &MsgSlot, off: u64) -> SysResult<(bool, i3
     // Acquire: pairs with the Release in `finish`.
     let done = w.state.load(Acquire) == wait::DONE;
     let status = w.status.load(Relaxed);
-    let b = w.ops.swap(0, Relaxed);
+    let b = w.msg().handed().swap(0, Relaxed);
     wait::unlink(a, &s.waiters, off)?;
     let _ = a.free(off, WAITER_BYTES);
     Ok((done, status, b))

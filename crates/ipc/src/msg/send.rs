@@ -143,7 +143,7 @@ fn pipelined_send(a: &Session, s: &MsgSlot, b: &Block<'_>) -> SysResult<bool> {
     let (mtype, size) = (b.mtype(), b.size());
     let mut taken = false;
     queue::walk(a, s, |prev, cur, w| {
-        if w.nops.load(Relaxed) != KIND_RECV {
+        if w.msg().kind().load(Relaxed) != KIND_RECV {
             return Ok(Step::Next);
         }
         if w.state.load(Acquire) == wait::DONE {
@@ -162,7 +162,7 @@ fn pipelined_send(a: &Session, s: &MsgSlot, b: &Block<'_>) -> SysResult<bool> {
             return Ok(Step::Gone);
         }
         // "if (msr->r_maxsize < msg->m_ts) { ... ERR_PTR(-E2BIG) }"
-        if u64::from(w.blocking.load(Relaxed)) < size {
+        if u64::from(w.msg().size().load(Relaxed)) < size {
             queue::finish(w, libc::E2BIG);
             return Ok(Step::Next);
         }

@@ -85,8 +85,8 @@ impl Kind for SemKind {
                     if st >= wait::DONE && st != wait::ABANDONED {
                         out.push(format!("sleeper {off:#x} in the queue in state {st}"));
                     }
-                    let nops = w.nops.load(Relaxed);
-                    if nops == 0 || !a.in_heap(w.ops.load(Relaxed), wait::ops_bytes(nops)) {
+                    let nops = w.sem().nops().load(Relaxed);
+                    if nops == 0 || !a.in_heap(w.sem().ops().load(Relaxed), wait::ops_bytes(nops)) {
                         out.push(format!("sleeper {off:#x} has no readable operations"));
                     }
                 }
@@ -177,7 +177,7 @@ fn roll_forward(a: &Session, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Resul
             // reused by then) and still queued.
             if let Ok(w) = wait::at(a, waiter)
                 && ticket != 0
-                && w.flags.load(Relaxed) == ticket
+                && w.sem().ticket().load(Relaxed) == ticket
                 && w.state.load(Relaxed) != wait::DONE
             {
                 wait::complete(a, &s.queue, waiter, 0)?;

@@ -183,7 +183,7 @@ fn commit(
     let journal = a.alloc(words as u64 * 8)?;
     let block: &[AtomicU64] = a.view_slice(journal, words)?;
     block[0].store(waiter, Relaxed);
-    let ticket = wait::at(a, waiter).map_or(0, |w| w.flags.load(Relaxed));
+    let ticket = wait::at(a, waiter).map_or(0, |w| w.sem().ticket().load(Relaxed));
     block[1].store(u64::from(ticket), Relaxed);
     block[2].store(entry, Relaxed);
     let (vals, adjs) = block[3..].split_at(n);
@@ -215,8 +215,8 @@ fn commit(
 
 /// The operations saved in a sleeper's record.
 fn saved_ops(a: &Session, w: &Waiter) -> SysResult<Vec<sembuf>> {
-    let n = w.nops.load(Relaxed);
-    let off = w.ops.load(Relaxed);
+    let n = w.sem().nops().load(Relaxed);
+    let off = w.sem().ops().load(Relaxed);
     // No caller queued more operations than semopm allows (its default at
     // least): a larger count is a corrupt record, whose copy (and every
     // waker's pass over it) would cost in proportion to a hostile number.
@@ -267,7 +267,7 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
             });
         }
     };
-    let entry = w.spare[0].load(Relaxed);
+    let entry = w.sem().undo_entry().load(Relaxed);
     let adj = if entry != 0 {
         let live = undo::head(a, entry).is_ok_and(|h| h.applied.load(Relaxed) == 0);
         match undo::adj(a, entry) {
@@ -295,7 +295,8 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
     };
     let outcome = attempt(sems, &sops, adj, buf);
     if let Attempt::Block { sem_num, zero } = outcome {
-        w.blocking
+        w.sem()
+            .blocking()
             .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
         return Ok(Retry::Stays);
     }
@@ -415,7 +416,7 @@ pub(super) fn count_waiting(a: &Session, s: &SemSlot, semnum: u16, zero: bool) -
     wait::snapshot(a, &s.queue)
         .into_iter()
         .filter_map(|off| wait::at(a, off).ok())
-        .filter(|w| w.blocking.load(Relaxed) == want)
+        .filter(|w| w.sem().blocking().load(Relaxed) == want)
         .count() as i32
 }
 
@@ -663,13 +664,14 @@ fn enqueue(
     w.status.store(0, Relaxed);
     w.who.store(crate::lock::my_identity(), Relaxed);
     w.pid.store(cred.pid, Relaxed);
-    w.nops.store(n, Relaxed);
-    w.ops.store(ops, Relaxed);
-    w.blocking
+    w.sem().nops().store(n, Relaxed);
+    w.sem().ops().store(ops, Relaxed);
+    w.sem()
+        .blocking()
         .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
     // The undo entry the waker updates when it completes the operation.
-    w.spare[0].store(entry, Relaxed);
-    w.flags.store(wait::ticket(), Relaxed);
+    w.sem().undo_entry().store(entry, Relaxed);
+    w.sem().ticket().store(wait::ticket(), Relaxed);
     wait::beat(w);
     wait::append(a, &s.queue, off)?;
     Ok(off)

@@ -270,7 +270,7 @@ pub fn cancel_sleepers(a: &Session, s: &SemSlot, off: u64) {
         let Ok(w) = wait::at(a, w_off) else {
             continue;
         };
-        if w.spare[0].load(Relaxed) != off || w.state.load(Relaxed) == wait::DONE {
+        if w.sem().undo_entry().load(Relaxed) != off || w.state.load(Relaxed) == wait::DONE {
             continue;
         }
         if wait::sleeper_alive(w) {
