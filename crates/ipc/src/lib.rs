@@ -5,7 +5,7 @@
 //! exact ids (seed 000's cyclic allocation), hashed keys (seeds 001, 002),
 //! checks, errnos and structures.
 //!
-//! Lock order: registry -> object -> heap; several objects in ascending idx.
+//! Lock order: `lock/mod.rs` (registry -> objects by idx -> procs -> heap).
 //!
 //! Under `--cfg loom` only the lock, the wait handshake (`park`) and their
 //! model checks are built.

@@ -5,9 +5,8 @@
 //! # Protocol
 //! The table is an array of [`Proc`] in the heap, found through the
 //! header's [`Procs`]; records are named by their index, which survives
-//! the table's growth. Everything is protected by the procs lock, a leaf
-//! after the object locks and before the heap's: `registry -> object ->
-//! procs -> heap`. A process finds (or makes) its record once and caches
+//! the table's growth. Everything is protected by the procs lock (its
+//! place in the lock order: `lock/mod.rs`). A process finds (or makes) its record once and caches
 //! the index until it forks. Threads share their process's record; an
 //! exec keeps it (same pid, same start time).
 //!

@@ -2,8 +2,8 @@
 //! removing objects, and repairing after a holder's death.
 //!
 //! # Protocol
-//! Lock order: registry -> object -> heap; several objects in ascending
-//! idx. Creation and removal hold the registry lock (and, for removal, the
+//! Lock order: see `lock/mod.rs` (the registry lock comes first).
+//! Creation and removal hold the registry lock (and, for removal, the
 //! object lock) and write a journal entry first; lookups by id take no
 //! registry lock: they check the index's used bit (so a slot page is read
 //! only once it was reserved), read the slot's state and generation, lock

@@ -30,6 +30,25 @@
 //! collision (a new thread with the dead holder's tid and the same 32-bit
 //! tag) keeps the lock until that thread ends.
 //!
+//! # Lock order
+//! The one order every holder of several arena locks keeps (each file
+//! that takes locks points here):
+//!
+//! 1. a mechanism's registry lock (creation, removal, a whole-namespace
+//!    look: `registry.rs`);
+//! 2. object locks (a set, a queue, a segment), several in ascending idx;
+//! 3. the procs lock (`proc.rs`: the process table and each record's
+//!    undo and attachment lists);
+//! 4. the heap lock (`heap/global.rs`), a leaf: nothing is taken while it
+//!    is held, and it is waited for within the call's bound at any depth
+//!    ([`Lock::lock_leaf`]).
+//!
+//! A level may be skipped, never taken in reverse: a caller that holds a
+//! later lock and needs an earlier one lets go first (the exit path takes
+//! set locks and the procs lock in turn, never together). Only the
+//! outermost lock carries a call's own deadline; a limit
+//! (`gate::lock_limit`) bounds them all (`gate.rs`).
+//!
 //! # Layout
 //! 24 bytes, all zero = free and clean: `word` @0 (the futex is its low
 //! half), `dirty` @8. No initialisation step: a zeroed slot holds a valid

@@ -10,7 +10,7 @@
 //! callers queue a wait record and sleep with no lock held; queue.rs says
 //! who may touch a record when.
 //!
-//! Lock order: registry -> queue -> heap.
+//! Lock order: `lock/mod.rs` (the queue's lock is an object lock).
 //!
 //! The namespace's totals (MSG_INFO's `msgtql` and `msgmap`) are the sums
 //! of the queues' own counts, added up when asked, as Linux sums its

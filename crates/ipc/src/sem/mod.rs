@@ -587,7 +587,8 @@ fn sem_setall(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) ->
     if sems(a, s)?.len() != n {
         return Err(Errno::EUCLEAN);
     }
-    // Lock order object -> heap allows allocating the journal here.
+    // The lock order (`lock/mod.rs`: object -> heap) allows allocating
+    // the journal here.
     let journal = a.alloc(n as u64 * 8)?;
     let words: &[AtomicU64] = a.view_slice(journal, n)?;
     for (w, &v) in words.iter().zip(vals) {

@@ -14,7 +14,7 @@
 //! whoever reaps it (`proc.rs`). The last detach of a segment marked
 //! SHM_DEST destroys it (registry lock, then the segment's).
 //!
-//! Lock order: registry -> segment -> procs -> heap.
+//! Lock order: `lock/mod.rs` (the segment's lock is an object lock).
 //!
 //! # Layout
 //! An entry: 48 bytes, `next` @0, `addr` @8, `size` @16, `idx` @24,
