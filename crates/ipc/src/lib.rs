@@ -36,7 +36,8 @@ not_loom! {
     #[doc(hidden)]
     pub mod intr;
     mod keys;
-    #[doc(hidden)]
+    /// A lock of the arena's kind for benchmarks (feature `testing`).
+    #[cfg(feature = "testing")]
     pub mod lockbench;
     pub mod limits;
     pub mod msg;
@@ -70,8 +71,9 @@ not_loom! {
     pub use intr::note_signal;
     pub use lock::{Holder, Liveness};
     pub use namespace::Namespace;
-    pub use namespace::life;
     #[doc(hidden)]
+    pub use namespace::life;
+    #[cfg(feature = "testing")]
     pub use namespace::regions;
     pub use namespace::sysctl::NAMES as SYSCTLS;
 
@@ -82,8 +84,8 @@ not_loom! {
     }
 
     /// The identity a lock word holds for live thread `tid` (tests write
-    /// one where a hostile participant would).
-    #[doc(hidden)]
+    /// one where a hostile participant would; feature `testing`).
+    #[cfg(feature = "testing")]
     pub fn thread_identity(tid: u32) -> Option<u64> {
         lock::identity_of(tid)
     }

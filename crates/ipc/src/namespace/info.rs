@@ -23,6 +23,7 @@ impl Namespace {
     /// reach the path (another uid, a cleared environment) still finds
     /// this very namespace. Writing through it is what any participant can
     /// do to the mapping anyway.
+    #[doc(hidden)]
     pub fn file_dup(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         self.arena()
             .reopen()
@@ -98,7 +99,7 @@ impl Namespace {
 impl Namespace {
     /// Runs `f` holding mechanism `m`'s registry lock (tests: a holder that
     /// stops or dies with the lock held).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn hold_registry<R>(&self, m: Mech, f: impl FnOnce() -> R) -> Result<R, crate::errno::Errno> {
         let _g = self.arena().header().registries[m as usize].lock.lock()?;
         Ok(f())
@@ -128,6 +129,7 @@ impl Namespace {
     /// Cleans up after process `pid` if it is gone (what a parent that has
     /// just waited for its child does, as the kernel had done it before
     /// the wait returned). Whether it had a record.
+    #[doc(hidden)]
     pub fn reap_pid(&self, pid: i32) -> crate::errno::SysResult<bool> {
         crate::process::reap_pid(self.arena(), pid)
     }
@@ -138,6 +140,7 @@ impl Namespace {
     /// exec replaced the image that made this process's record, the
     /// attachments lost with the old address space are dropped (the undo
     /// entries are kept, as execve keeps them).
+    #[doc(hidden)]
     pub fn after_exec(&self) -> crate::errno::SysResult<()> {
         crate::process::after_exec(self.arena())
     }

@@ -61,6 +61,7 @@ impl Namespace {
     /// The mappings stay until the process is gone: code that runs after
     /// this may still touch them. If the other threads cannot be stopped,
     /// nothing is done here: the process is finished once it is gone.
+    #[doc(hidden)]
     pub fn exit_ending(&self) -> crate::errno::SysResult<()> {
         if !quiet() {
             return Ok(());

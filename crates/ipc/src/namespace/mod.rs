@@ -10,7 +10,8 @@ mod info;
 pub mod life;
 mod msg;
 mod procfs;
-#[doc(hidden)]
+/// The arena's regions, for the corruption tests (feature `testing`).
+#[cfg(feature = "testing")]
 pub mod regions;
 mod sem;
 mod shm;
@@ -307,20 +308,20 @@ impl Namespace {
 
     /// The heap's allocator, for tests that drive it directly: a block of
     /// `size` bytes (zeroed), as the objects' code gets one.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn heap_alloc(&self, size: u64) -> crate::errno::SysResult<u64> {
         self.session.alloc(size)
     }
 
     /// Frees a block from [`Namespace::heap_alloc`] (for tests).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn heap_free(&self, off: u64, size: u64) -> crate::errno::SysResult<()> {
         self.session.free(off, size)
     }
 
     /// The word at `off` of the arena, if inside it and aligned (for
     /// tests that mark the blocks they hold).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn arena_word(&self, off: u64) -> Option<&core::sync::atomic::AtomicU64> {
         self.session.view(off).ok()
     }
