@@ -17,6 +17,7 @@ mod ipcrm;
 mod ipcs;
 mod rows;
 mod size;
+mod text;
 
 pub use host::user_name;
 
