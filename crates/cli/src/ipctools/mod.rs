@@ -15,6 +15,7 @@ mod host;
 mod ipcmk;
 mod ipcrm;
 mod ipcs;
+mod lists;
 mod rows;
 mod size;
 mod text;
