@@ -2,9 +2,9 @@
 //! object in detail (a set with each semaphore's value, ncount, zcount and
 //! last pid, read with `semctl`; a queue with `qbytes` from `IPC_STAT`).
 
-use super::ipcs::{pad, time_text};
 use super::rows;
 use super::size::{self, Unit};
+use super::text::{pad, time_text};
 use super::{Exit, Tool};
 use ipcns::abi;
 use ipcns_oracle::sysv::SysV;

@@ -15,8 +15,10 @@ mod host;
 mod ipcmk;
 mod ipcrm;
 mod ipcs;
+mod lists;
 mod rows;
 mod size;
+mod text;
 
 pub use host::user_name;
 

@@ -97,25 +97,13 @@ fn run(dir: &Path, name: &str, args: &[&str]) -> Result<i32, String> {
     }
 }
 
-/// A directory removed with everything in it when dropped.
-struct Scratch(std::path::PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn corrupted_namespaces_exit_0_or_1() {
     let seed = env_u64("IPCNS_FUZZ_SEED", DEFAULT_SEED);
     let cases = env_u64("IPCNS_CLI_FUZZ_CASES", 100);
     let max_failures = env_u64("IPCNS_FUZZ_MAX_FAILURES", 5) as usize;
-    let scratch =
-        Scratch(std::env::temp_dir().join(format!("ipcns-cli-fuzz.{}", std::process::id())));
-    let dir = &scratch.0;
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).expect("create the test IPCNS_DIR");
+    let scratch = crate::TempDir::new("fuzz");
+    let dir = scratch.path();
     let start = Instant::now();
     let (mut runs, mut exit1, mut failures) = (0u64, 0u64, Vec::new());
     let mut arenas = 0;

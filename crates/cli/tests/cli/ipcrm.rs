@@ -80,7 +80,7 @@ fn ipcs_and_ipcrm_as_another_user() {
             ..CreateOptions::default()
         });
         // The arena's mode is the boundary: let uid 1000 in.
-        std::fs::set_permissions(&ns.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(ns.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(ns.ns.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
         let probe = std::process::Command::new("setpriv")
             .args(["--reuid=1000", "--regid=1000", "--clear-groups", "--"])

@@ -4,12 +4,11 @@
 //! beside `ipcns` on a fresh namespace in a temporary `IPCNS_DIR`, and the
 //! two outputs are compared byte for byte.
 
+use crate::TempDir;
 use ipcns::{CreateOptions, Namespace};
 use ipcns_oracle::sysv::{NsCaller, SysV};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Prints `SKIPPED test: why` (or panics under IPCNS_REQUIRE_KERNEL=1).
 pub fn skip(test: &str, why: &str) {
@@ -93,12 +92,11 @@ pub fn same_second(test: &str, attempt: impl Fn() -> bool + Sync) {
 
 /// An ipcns namespace in its own temporary directory, removed on drop.
 pub struct Ns {
-    pub dir: PathBuf,
+    /// Dropped (removed) first, before the namespace is.
+    pub dir: TempDir,
     pub name: String,
     pub ns: Namespace,
 }
-
-static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 impl Ns {
     pub fn new() -> Ns {
@@ -106,15 +104,9 @@ impl Ns {
     }
 
     pub fn with(opts: CreateOptions) -> Ns {
-        let dir = std::env::temp_dir().join(format!(
-            "ipcns-cli-test.{}.{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the test IPCNS_DIR");
+        let dir = TempDir::new("test");
         let name = "t".to_string();
-        let ns = Namespace::create_at(&dir.join(format!("ipcns.{name}")), opts)
+        let ns = Namespace::create_at(&dir.path().join(format!("ipcns.{name}")), opts)
             .expect("create the test namespace");
         Ns { dir, name, ns }
     }
@@ -131,7 +123,7 @@ impl Ns {
     pub fn ours(&self, tool: &str, args: &[&str]) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_ipcns"));
         c.arg(tool).arg("--ns").arg(&self.name).args(args);
-        c.env("IPCNS_DIR", &self.dir);
+        c.env("IPCNS_DIR", self.dir.path());
         env(&mut c).output().expect("run ipcns")
     }
 
@@ -154,7 +146,7 @@ impl Ns {
             .arg("--ns")
             .arg(&self.name)
             .args(args)
-            .env("IPCNS_DIR", &self.dir)
+            .env("IPCNS_DIR", self.dir.path())
             .env("IPCNS_SHARED", "1");
         let ours = env(&mut o).output().expect("run setpriv");
         same(
@@ -181,7 +173,7 @@ impl Ns {
             .expect("run the util-linux tool");
         let mut o = Command::new(env!("CARGO_BIN_EXE_ipcns"));
         o.arg(tool).arg("--ns").arg(&self.name).args(args);
-        o.env("IPCNS_DIR", &self.dir);
+        o.env("IPCNS_DIR", self.dir.path());
         let ours = env(&mut o).env("TZ", tz).output().expect("run ipcns");
         same(&format!("TZ={tz} {tool} {}", args.join(" ")), &real, &ours);
         ours
@@ -201,17 +193,11 @@ impl Ns {
         let real = env(&mut r).output().expect("run the util-linux tool");
         let mut o = Command::new(env!("CARGO_BIN_EXE_ipcns"));
         o.arg(tool).arg("--ns").arg(&self.name).args(&args);
-        o.env("IPCNS_DIR", &self.dir);
+        o.env("IPCNS_DIR", self.dir.path());
         let ours = env(&mut o).output().expect("run ipcns");
         let shown: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
         same(&format!("{tool} {}", shown.join(" ")), &real, &ours);
         ours
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

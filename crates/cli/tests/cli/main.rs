@@ -14,9 +14,8 @@ mod nscmds;
 mod run;
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Runs `ipcns ARGS` with `stdin` as standard input.
@@ -47,25 +46,16 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-static SERIAL: AtomicU32 = AtomicU32::new(0);
-
-/// A private, empty `IPCNS_DIR`, removed on drop.
-pub struct TempDir(pub PathBuf);
+/// A private, empty `IPCNS_DIR` (`ipcns-cli-TAG`), removed on drop.
+pub struct TempDir(ipcns_testkit::TempDir);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "ipcns-cli-{tag}.{}.{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the test IPCNS_DIR");
-        TempDir(dir)
+        TempDir(ipcns_testkit::TempDir::new(&format!("ipcns-cli-{tag}")))
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// `ipcns ARGS` with this directory as `IPCNS_DIR`, `IPCNS` unset and
@@ -73,7 +63,7 @@ impl TempDir {
     pub fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_ipcns"));
         c.args(args)
-            .env("IPCNS_DIR", &self.0)
+            .env("IPCNS_DIR", self.path())
             .env_remove("IPCNS")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
@@ -87,18 +77,12 @@ impl TempDir {
 
     /// The names in the directory.
     pub fn entries(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+        let mut v: Vec<String> = std::fs::read_dir(self.path())
             .expect("read the test IPCNS_DIR")
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         v.sort();
         v
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -10,7 +10,6 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Whether a skip is a failure (`IPCNS_REQUIRE_REAL=1`, set by CI).
@@ -104,27 +103,21 @@ impl User {
     }
 }
 
-static SERIAL: AtomicU32 = AtomicU32::new(0);
-
-/// A temporary directory (mode 0755 unless chmodded), removed on drop
-/// after every process still running from it has been killed.
-pub struct TempDir(PathBuf);
+/// A temporary directory `ipcns-real-TAG` (mode 0755 unless chmodded),
+/// removed on drop after every process still running from it has been
+/// killed.
+pub struct TempDir(ipcns_testkit::TempDir);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "ipcns-real-{tag}.{}.{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a temporary directory");
-        chmod(&dir, 0o755);
-        TempDir(dir)
+        TempDir(ipcns_testkit::TempDir::with_mode(
+            &format!("ipcns-real-{tag}"),
+            0o755,
+        ))
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
@@ -134,14 +127,9 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        kill_strays(&self.0);
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Before the directory goes: the field drops after this.
+        kill_strays(self.0.path());
     }
-}
-
-pub fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
-        .unwrap_or_else(|e| panic!("chmod {}: {e}", p.display()));
 }
 
 pub fn chown(p: &Path, u: &User) {
@@ -325,47 +313,14 @@ pub fn ipcns_library() -> Result<PathBuf, String> {
         if !help.status.success() || !String::from_utf8_lossy(&help.stdout).contains("--strict") {
             return Err("this ipcns has no `run --strict` command yet".to_string());
         }
-        if let Some(p) = std::env::var_os("IPCNS_PRELOAD").filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(p));
+        if let Some(p) = ipcns_testkit::preload::from_env() {
+            return Ok(p);
         }
-        // TARGET/PROFILE/ipcns: build the library into the same place
-        // (the dev profile's directory is `debug`).
-        let exe = Path::new(ipcns_exe());
-        let profile_dir = exe
+        // TARGET/PROFILE/ipcns: build the library into the same place.
+        let profile_dir = Path::new(ipcns_exe())
             .parent()
             .ok_or("the ipcns executable has no directory")?;
-        let target = profile_dir.parent().ok_or("no target directory")?;
-        let profile = match profile_dir.file_name().and_then(OsStr::to_str) {
-            Some("debug") | None => "dev",
-            Some(p) => p,
-        };
-        let out = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--locked",
-                "-q",
-                "-p",
-                "ipcns-preload",
-                "--profile",
-                profile,
-            ])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .map_err(|e| format!("cargo build -p ipcns-preload: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "cargo build -p ipcns-preload failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let lib = profile_dir.join("libipcns.so");
-        if lib.is_file() {
-            Ok(lib)
-        } else {
-            Err(format!("{} was not built", lib.display()))
-        }
+        ipcns_testkit::preload::build(profile_dir).map(Path::to_path_buf)
     })
     .clone()
 }

@@ -18,41 +18,13 @@ use ipcns::abi::IPC_RMID;
 use ipcns::namespace::{Access, check_name, path_of};
 use ipcns::shm::ShmArg;
 use ipcns::{ArenaError, CreateOptions, Errno, Namespace};
+use ipcns_testkit::TempDir;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// `IPC_PRIVATE`.
 const IPC_PRIVATE: i32 = 0;
-
-/// A private temporary directory of mode `mode`, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str, mode: u32) -> TempDir {
-        let d = std::env::temp_dir().join(format!(
-            "ipcns-sec-{tag}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
-        TempDir(d)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Sets (`Some`) or removes (`None`) an environment variable: in a forked
 /// child only.
@@ -124,7 +96,7 @@ fn another_users_file_under_the_name_is_refused() {
         return;
     }
     // A shared temporary directory, where anyone can make files.
-    let d = TempDir::new("squat", 0o1777);
+    let d = TempDir::with_mode("ipcns-sec-squat", 0o1777);
     let shared = d.join("ipcns.sq");
     let private = d.join("ipcns.priv");
     let opened_up = d.join("ipcns.later");
@@ -189,7 +161,7 @@ fn another_users_file_under_the_name_is_refused() {
     // The same through the environment, as the command uses it: by name in
     // IPCNS_DIR, honouring IPCNS_SHARED.
     let code = fork_run(|| {
-        child_env("IPCNS_DIR", Some(d.0.as_os_str()));
+        child_env("IPCNS_DIR", Some(d.path().as_os_str()));
         child_env("IPCNS_SHARED", None);
         if !matches!(
             Namespace::open_or_create("sq"),
@@ -214,7 +186,7 @@ fn another_users_file_under_the_name_is_refused() {
 
 #[test]
 fn links_fifos_and_directories_are_not_arenas() {
-    let d = TempDir::new("kinds", 0o700);
+    let d = TempDir::with_mode("ipcns-sec-kinds", 0o700);
     let real = d.join("ipcns.real");
     drop(Namespace::create_at(&real, small(0o600)).unwrap());
     let link = d.join("ipcns.link");
@@ -260,7 +232,7 @@ fn links_fifos_and_directories_are_not_arenas() {
     assert!(!d.join("target").exists());
     // Listing neither follows the link nor waits on the FIFO.
     let code = within(10, || {
-        child_env("IPCNS_DIR", Some(d.0.as_os_str()));
+        child_env("IPCNS_DIR", Some(d.path().as_os_str()));
         match Namespace::list() {
             Ok(v) if v == ["real"] => 0,
             other => {
@@ -274,7 +246,7 @@ fn links_fifos_and_directories_are_not_arenas() {
 
 #[test]
 fn new_files_have_exactly_the_requested_modes() {
-    let d = TempDir::new("modes", 0o700);
+    let d = TempDir::with_mode("ipcns-sec-modes", 0o700);
     let code = fork_run(|| {
         let root = ipcns::Cred::root(std::process::id() as i32);
         for (mask, mode, dir_mode) in [
@@ -284,7 +256,7 @@ fn new_files_have_exactly_the_requested_modes() {
             (0o777, 0o604, Some(0o1705)),
         ] {
             umask(mask);
-            let p = d.join(&format!("ipcns.m{mask:o}"));
+            let p = d.join(format!("ipcns.m{mask:o}"));
             let ns = Namespace::create_at(&p, small(mode)).unwrap();
             assert_eq!(mode_of(&p), mode, "umask {mask:04o}");
             // A shared namespace has its segment directory from the start.
@@ -367,9 +339,9 @@ fn the_default_directory_is_private_to_its_user() {
     assert_eq!(dir_as(0o022, &refused("mode 0770 lets others")), 0);
     // A link to a directory of the user's.
     std::fs::remove_dir(&mine).unwrap();
-    let elsewhere = TempDir::new("elsewhere", 0o700);
-    std::os::unix::fs::chown(&elsewhere.0, Some(uid), Some(uid)).unwrap();
-    std::os::unix::fs::symlink(&elsewhere.0, &mine).unwrap();
+    let elsewhere = TempDir::with_mode("ipcns-sec-elsewhere", 0o700);
+    std::os::unix::fs::chown(elsewhere.path(), Some(uid), Some(uid)).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &mine).unwrap();
     assert_eq!(
         dir_as(0o022, &refused("a symbolic link, not a directory")),
         0
@@ -404,7 +376,7 @@ fn participants_share_the_segment_files() {
     if !kernel_or_skip(TEST) {
         return;
     }
-    let d = TempDir::new("segments", 0o755);
+    let d = TempDir::with_mode("ipcns-sec-segments", 0o755);
     let path = d.join("ipcns.seg");
     let ns = Namespace::create_at(&path, small(0o666)).unwrap();
     let seg = ipcns::segment_dir_of(&path);
@@ -455,7 +427,7 @@ fn participants_share_the_segment_files() {
     assert!(!seg.exists());
 
     // A segment directory someone else made is not the namespace's.
-    let d = TempDir::new("planted", 0o1777);
+    let d = TempDir::with_mode("ipcns-sec-planted", 0o1777);
     let path = d.join("ipcns.p");
     let ns = Namespace::create_at(&path, small(0o600)).unwrap();
     let seg = ipcns::segment_dir_of(&path);
@@ -478,7 +450,7 @@ fn participants_share_the_segment_files() {
 
 #[test]
 fn removing_takes_only_the_namespaces_files() {
-    let d = TempDir::new("remove", 0o700);
+    let d = TempDir::with_mode("ipcns-sec-remove", 0o700);
     let path = d.join("ipcns.r");
     let ns = Namespace::create_at(&path, small(0o600)).unwrap();
     let root = ipcns::Cred::root(std::process::id() as i32);
@@ -491,10 +463,10 @@ fn removing_takes_only_the_namespaces_files() {
     assert!(seg.join("notes").exists());
     std::fs::remove_dir_all(&seg).unwrap();
     // A segment directory that is a link is not followed.
-    let elsewhere = TempDir::new("remove-target", 0o700);
+    let elsewhere = TempDir::with_mode("ipcns-sec-remove-target", 0o700);
     std::fs::write(elsewhere.join("shm.1"), b"keep").unwrap();
     drop(Namespace::create_at(&path, small(0o600)).unwrap());
-    std::os::unix::fs::symlink(&elsewhere.0, &seg).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &seg).unwrap();
     Namespace::remove_at(&path).unwrap();
     assert!(elsewhere.join("shm.1").exists());
     assert!(matches!(
@@ -538,7 +510,7 @@ fn names_cannot_reach_other_namespaces_files() {
 
 #[test]
 fn a_missing_directory_is_named() {
-    let d = TempDir::new("missing", 0o700);
+    let d = TempDir::with_mode("ipcns-sec-missing", 0o700);
     let nowhere = d.join("nowhere");
     let p = nowhere.join("ipcns.x");
     for e in [
@@ -638,7 +610,7 @@ fn segment_files_cannot_be_swapped() {
     if !kernel_or_skip(TEST) {
         return;
     }
-    let d = TempDir::new("swap", 0o755);
+    let d = TempDir::with_mode("ipcns-sec-swap", 0o755);
     let path = d.join("ipcns.sw");
     let ns = Namespace::create_at(&path, small(0o666)).unwrap();
     let seg = ipcns::segment_dir_of(&path);

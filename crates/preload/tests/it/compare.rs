@@ -2,7 +2,7 @@
 //! and nothing left in the kernel's System V IPC by the library's run.
 
 use crate::support::{
-    Scratch, cc_or_skip, compile, is_root, kernel_or_skip, on_kernel, same_lines, skip, split_dump,
+    cc_or_skip, compile, is_root, kernel_or_skip, on_kernel, same_lines, scratch, skip, split_dump,
     text, through_lib,
 };
 use ipcns_core::{CreateOptions, Namespace};
@@ -13,7 +13,7 @@ fn differential(test: &str, prog: &str, shared: bool) {
     if !cc_or_skip(test) {
         return;
     }
-    let s = Scratch::new(test);
+    let s = scratch(test);
     let bin = compile(prog, s.path(), &[]);
     if shared {
         Namespace::create_at(
@@ -197,7 +197,7 @@ fn no_descriptor_to_spare() {
     if !cc_or_skip(TEST) {
         return;
     }
-    let s = Scratch::new(TEST);
+    let s = scratch(TEST);
     let bin = compile("nofile", s.path(), &[]);
     let arena = s.path().join("ipcns.t");
     Namespace::create_at(&arena, CreateOptions::default()).expect("create the namespace");

@@ -3,7 +3,7 @@
 //! says why once; a call made from inside the choice fails at once.
 
 use crate::support::{
-    Scratch, cc_or_skip, compile, kernel_or_skip, lib, on_kernel, same_lines, text,
+    cc_or_skip, compile, kernel_or_skip, lib, on_kernel, same_lines, scratch, text,
 };
 use ipcns_core::{CreateOptions, Namespace};
 use std::process::{Command, Stdio};
@@ -17,7 +17,7 @@ fn descriptor_wins() {
     if !cc_or_skip(test) {
         return;
     }
-    let s = Scratch::new(test);
+    let s = scratch(test);
     let bin = compile("first", s.path(), &[]);
     let handed = s.path().join("handed");
     let named = s.path().join("named");
@@ -87,7 +87,7 @@ fn unopenable_namespace_is_enosys() {
     if !cc_or_skip(test) {
         return;
     }
-    let s = Scratch::new(test);
+    let s = scratch(test);
     let bin = compile("first", s.path(), &[]);
     for (dir, name, why) in [
         (s.path().join("no/such/dir"), "t", "no such directory"),
@@ -137,7 +137,7 @@ fn reentry_fails_fast() {
     if !cc_or_skip(test) {
         return;
     }
-    let s = Scratch::new(test);
+    let s = scratch(test);
     let bin = compile("first", s.path(), &[]);
     let hook = s.path().join("libhook.so");
     let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "gcc".to_string()))

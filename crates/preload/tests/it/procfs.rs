@@ -5,7 +5,7 @@
 //! library in another, the outputs equal line for line; the kernel's
 //! files of the second namespace stay empty and its sysctls untouched.
 
-use crate::support::{Scratch, kernel_or_skip, lib, same_lines, skip, text};
+use crate::support::{kernel_or_skip, lib, same_lines, scratch, skip, text};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -40,7 +40,7 @@ fn tools_see_the_namespace() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let s = Scratch::new(test);
+    let s = scratch(test);
     // The script under the library, then (without it) the kernel's own
     // view of that IPC namespace.
     let ours = Command::new("unshare")
@@ -76,7 +76,7 @@ fn tools_see_the_namespace() {
 /// a kernel without System V IPC), never the kernel's.
 #[test]
 fn no_namespace_no_files() {
-    let s = Scratch::new("no_namespace_no_files");
+    let s = scratch("no_namespace_no_files");
     let out = Command::new("sh")
         .args([
             "-c",

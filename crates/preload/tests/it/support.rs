@@ -1,51 +1,20 @@
 //! Building the library and the C programs, running them on the kernel and
 //! through the library, comparing.
 
+use ipcns_testkit::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// `target/<profile>/libipcns.so`, built once per test process by cargo
 /// with the profile and target directory of this test binary.
 pub fn lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        // This binary is <target>/<profile dir>/deps/<name>.
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("profile directory");
-        let target = profile_dir.parent().expect("target directory");
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev",
-            Some(other) => other,
-            None => panic!("no profile directory in {}", exe.display()),
-        };
-        let out = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--locked",
-                "-p",
-                "ipcns-preload",
-                "--profile",
-                profile,
-            ])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("run cargo");
-        assert!(
-            out.status.success(),
-            "cargo build -p ipcns-preload failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lib = profile_dir.join("libipcns.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
-        lib
-    })
+    // This binary is <target>/<profile dir>/deps/<name>.
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("profile directory");
+    ipcns_testkit::preload::build(profile_dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Why kernel runs cannot be made here, if they cannot.
@@ -95,33 +64,10 @@ pub fn is_root() -> bool {
     })
 }
 
-static SERIAL: AtomicU32 = AtomicU32::new(0);
-
 /// A private scratch directory (an `IPCNS_DIR`, the built programs),
 /// removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "ipcns-preload-{tag}.{}.{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a scratch directory");
-        Scratch(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+pub fn scratch(tag: &str) -> TempDir {
+    TempDir::new(&format!("ipcns-preload-{tag}"))
 }
 
 /// The C compiler: `$CC`, else gcc.

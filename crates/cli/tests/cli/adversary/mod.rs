@@ -31,7 +31,7 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The C sources, by program name.
@@ -71,40 +71,17 @@ fn serial() -> MutexGuard<'static, ()> {
 /// release build, made by cargo (once per test process) in the target
 /// directory of the `ipcns` under test.
 fn library() -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        if let Some(p) = std::env::var_os("IPCNS_PRELOAD").filter(|p| !p.is_empty()) {
-            return PathBuf::from(p);
-        }
-        let exe = Path::new(env!("CARGO_BIN_EXE_ipcns"));
-        let target = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the ipcns executable is in TARGET/PROFILE");
-        let out = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--locked",
-                "-q",
-                "--release",
-                "-p",
-                "ipcns-preload",
-            ])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("run cargo");
-        assert!(
-            out.status.success(),
-            "cargo build --release -p ipcns-preload: {}",
-            text(&out.stderr)
-        );
-        let lib = target.join("release").join("libipcns.so");
-        assert!(lib.is_file(), "{} was not built", lib.display());
-        lib
-    })
-    .clone()
+    if let Some(p) = ipcns_testkit::preload::from_env() {
+        return p;
+    }
+    let exe = Path::new(env!("CARGO_BIN_EXE_ipcns"));
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the ipcns executable is in TARGET/PROFILE");
+    ipcns_testkit::preload::build(&target.join("release"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_path_buf()
 }
 
 /// A test's programs, compiled into a temporary directory that is also
