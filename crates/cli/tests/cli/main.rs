@@ -2,7 +2,6 @@
 //! messages. One binary; a module per command family.
 
 mod adversary;
-mod bench;
 mod command;
 mod fuzz;
 mod idmap;

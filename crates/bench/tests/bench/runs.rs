@@ -1,6 +1,6 @@
-//! `ipcns bench`: the lock, msg, semop and shm benchmarks run end to end
-//! (with `IPCNS_BENCH_QUICK=1`, a thousandth of their iterations) and say all
-//! their numbers as JSON.
+//! `ipcns-bench` (what `ipcns bench` runs): the lock, msg, semop and shm
+//! benchmarks run end to end (with `IPCNS_BENCH_QUICK=1`, a thousandth of
+//! their iterations) and say all their numbers as JSON.
 
 use crate::{TempDir, text};
 
@@ -8,10 +8,10 @@ use crate::{TempDir, text};
 fn bench_lock_json_has_every_number() {
     let d = TempDir::new("bench-lock");
     let o = d
-        .command(&["bench", "lock", "--json"])
+        .command(&["lock", "--json"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("{\"bench\":\"lock\",\"cpu\":\""), "{out}");
@@ -44,23 +44,20 @@ fn bench_lock_json_has_every_number() {
 fn bench_lock_table_and_usage() {
     let d = TempDir::new("bench-lock-table");
     let o = d
-        .command(&["bench", "lock"])
+        .command(&["lock"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench lock: "), "{out}");
     assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
-    let help = d.run(&["bench", "--help"]);
+    // `ipcns help` (its line for bench): crates/cli/tests/cli/command.rs.
+    let help = d.run(&["--help"]);
     assert!(
         text(&help.stdout).contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
-    );
-    assert!(
-        text(&d.run(&["help"]).stdout)
-            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
     );
 }
 
@@ -72,10 +69,10 @@ fn bench_lock_table_and_usage() {
 fn bench_semop_json_has_every_number() {
     let d = TempDir::new("bench-semop");
     let o = d
-        .command(&["bench", "semop", "--json"])
+        .command(&["semop", "--json"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("{\"bench\":\"semop\",\"cpu\":\""), "{out}");
@@ -135,10 +132,10 @@ fn bench_semop_json_has_every_number() {
 fn bench_semop_table() {
     let d = TempDir::new("bench-semop-table");
     let o = d
-        .command(&["bench", "semop"])
+        .command(&["semop"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench semop: "), "{out}");
@@ -175,10 +172,10 @@ fn bench_semop_table() {
 fn bench_shm_json_has_every_number() {
     let d = TempDir::new("bench-shm");
     let o = d
-        .command(&["bench", "shm", "--json"])
+        .command(&["shm", "--json"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("{\"bench\":\"shm\",\"cpu\":\""), "{out}");
@@ -218,10 +215,10 @@ fn bench_shm_json_has_every_number() {
 fn bench_shm_table() {
     let d = TempDir::new("bench-shm-table");
     let o = d
-        .command(&["bench", "shm"])
+        .command(&["shm"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench shm: "), "{out}");
@@ -257,10 +254,10 @@ fn bench_shm_table() {
 fn bench_msg_json_and_table() {
     let d = TempDir::new("bench-msg");
     let o = d
-        .command(&["bench", "msg", "--json"])
+        .command(&["msg", "--json"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("{\"bench\":\"msg\",\"cpu\":\""), "{out}");
@@ -296,10 +293,10 @@ fn bench_msg_json_and_table() {
         );
     }
     let o = d
-        .command(&["bench", "msg"])
+        .command(&["msg"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench msg: "), "{out}");
@@ -312,11 +309,11 @@ fn bench_msg_json_and_table() {
     assert!(out.matches("goal: ").count() >= 1, "{out}");
 }
 
-/// `libipcns.so` beside the `ipcns` binary under test: built by cargo
-/// (same profile and target directory), since no test of this package
-/// makes cargo build a cdylib.
+/// `libipcns.so` beside the `ipcns-bench` binary under test: built by
+/// cargo (same profile and target directory), since no test of this
+/// package makes cargo build a cdylib.
 fn preload_lib() -> std::path::PathBuf {
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipcns"));
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipcns-bench"));
     let profile_dir = bin.parent().expect("profile directory");
     let target = profile_dir.parent().expect("target directory");
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
@@ -342,7 +339,7 @@ fn preload_lib() -> std::path::PathBuf {
     profile_dir.join("libipcns.so")
 }
 
-/// `ipcns bench preload`: every library and core number measured; the
+/// `bench preload`: every library and core number measured; the
 /// kernel's there as root, else null with the reason; the throwaway
 /// namespaces removed.
 #[test]
@@ -350,11 +347,11 @@ fn bench_preload_json_has_every_number() {
     let lib = preload_lib();
     let d = TempDir::new("bench-preload");
     let o = d
-        .command(&["bench", "preload", "--json"])
+        .command(&["preload", "--json"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(
@@ -398,11 +395,11 @@ fn bench_preload_table() {
     let lib = preload_lib();
     let d = TempDir::new("bench-preload-table");
     let o = d
-        .command(&["bench", "preload"])
+        .command(&["preload"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
-        .expect("run ipcns");
+        .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench preload: "), "{out}");
