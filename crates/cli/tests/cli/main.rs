@@ -2,6 +2,7 @@
 //! messages. One binary; a module per command family.
 
 mod adversary;
+mod bench;
 mod command;
 mod fuzz;
 mod idmap;
