@@ -1,425 +1,155 @@
-//! `ipcns bench`: the lock, msg, semop and shm benchmarks run end to end
-//! (with `IPCNS_BENCH_QUICK=1`, a thousandth of their iterations) and say all
-//! their numbers as JSON.
+//! `ipcns bench ARGS`: the command runs the `ipcns-bench` executable in
+//! its place (exec: same process, its output and exit status), the one
+//! beside the running `ipcns` first, else the one on PATH, and says how to
+//! build it when there is none. The benchmarks themselves are tested with
+//! their crate (crates/bench/tests); here `ipcns-bench` is a script that
+//! shows what it was given.
 
-use crate::{TempDir, text};
+use crate::text;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
-#[test]
-fn bench_lock_json_has_every_number() {
-    let d = TempDir::new("bench-lock");
-    let o = d
-        .command(&["bench", "lock", "--json"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("{\"bench\":\"lock\",\"cpu\":\""), "{out}");
-    assert!(out.ends_with("]}\n"), "{out}");
-    assert_eq!(out.lines().count(), 1, "{out}");
-    for field in [
-        "\"rounds\":",
-        "\"pairs_per_round\":20000,",
-        "\"acquisitions_per_party\":5000,",
-        "\"uncontended_ns\":{\"ipcns\":",
-        "\"glibc_robust\":",
-        "\"glibc_plain\":",
-        "\"uncontended_ipcns_over_glibc_robust\":",
-        "\"contended\":{\"cpus_bound\":",
-        "\"threads\":{\"ipcns_ns\":",
-        // The test binary's child has one thread: the process rows run.
-        "\"processes\":{\"ipcns_ns\":",
-        "\"glibc_robust_ns\":",
-        "\"ipcns_handoffs_per_1000\":",
-        "\"counter_exact\":true",
-        "{\"goal\":\"uncontended lock+unlock <= 1.0x glibc's robust mutex\",\"value\":",
-        "{\"goal\":\"2-thread contended acquisition <= 1.5x glibc's robust mutex\",\"value\":",
-    ] {
-        assert!(out.contains(field), "no {field} in {out}");
+/// A directory of its own under cargo's test scratch space (the target
+/// directory's filesystem, so the command under test can be linked into
+/// it), removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("bench-exec-{tag}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the scratch directory");
+        Scratch(dir)
     }
-    assert!(!out.contains("null"), "{out}");
+
+    /// A sub-directory, created.
+    fn dir(&self, name: &str) -> PathBuf {
+        let d = self.0.join(name);
+        std::fs::create_dir_all(&d).expect("create a scratch sub-directory");
+        d
+    }
 }
 
-#[test]
-fn bench_lock_table_and_usage() {
-    let d = TempDir::new("bench-lock-table");
-    let o = d
-        .command(&["bench", "lock"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("ipcns bench lock: "), "{out}");
-    assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
-    assert_eq!(out.matches("goal: ").count(), 2, "{out}");
-    assert!(out.contains("  2 processes (fork) "), "{out}");
-    let help = d.run(&["bench", "--help"]);
-    assert!(
-        text(&help.stdout).contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
-    );
-    assert!(
-        text(&d.run(&["help"]).stdout)
-            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
-    );
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
-/// The kernel half needs unshare(CLONE_NEWIPC): as root every kernel number
-/// is there (but the extend row's, unless the kernel was booted with
-/// ipcmni_extend); otherwise each says why it is missing and its goal is
-/// not measured. Never a made-up number.
-#[test]
-fn bench_semop_json_has_every_number() {
-    let d = TempDir::new("bench-semop");
-    let o = d
-        .command(&["bench", "semop", "--json"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("{\"bench\":\"semop\",\"cpu\":\""), "{out}");
-    assert!(out.ends_with("]}\n"), "{out}");
-    assert_eq!(out.lines().count(), 1, "{out}");
-    for field in [
-        "\"rounds\":5,",
-        "\"ops_per_round\":1000,",
-        "\"noop\":[{\"idx\":[1,2],\"extend\":false,\"ipcns_ns\":",
-        "{\"idx\":[1,40],\"extend\":false,\"ipcns_ns\":",
-        "{\"idx\":[1,3348],\"extend\":false,\"ipcns_ns\":",
-        "{\"idx\":[1,27348],\"extend\":false,\"ipcns_ns\":",
-        "{\"idx\":[1,15777204],\"extend\":true,\"ipcns_ns\":",
-        "\"ipcns_spread_pct\":",
-        "\"pingpong\":{\"cpus_bound\":",
-        "\"trips_per_round\":10,",
-        "\"warm_trips\":1,",
-        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at idx 1&2\",\"value\":",
-        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at idx 1&15777204\",\"value\":",
-        "{\"goal\":\"ipcns rows within 2% of each other\",\"value\":",
-        "{\"goal\":\"ping-pong round trip >= 3x faster than the kernel\",\"value\":",
-        // A 40-byte head and 2 bytes per semaphore, in a 64-byte block.
-        "\"undo_entry_bytes\":[{\"nsems\":1,\"bytes\":64.000},{\"nsems\":10,\"bytes\":64.000}],",
-    ] {
-        assert!(out.contains(field), "no {field} in {out}");
+/// The `ipcns` under test, linked (or copied) into `dir`: its
+/// `current_exe` is then `dir/ipcns`.
+fn ipcns_in(dir: &Path) -> PathBuf {
+    let exe = dir.join("ipcns");
+    let built = env!("CARGO_BIN_EXE_ipcns");
+    if std::fs::hard_link(built, &exe).is_err() {
+        std::fs::copy(built, &exe).expect("copy ipcns");
     }
-    // Every ipcns number is measured; a kernel number is a number or null
-    // with the reason beside it, and so is each goal on it.
-    assert!(!out.contains("\"ipcns_ns\":null"), "{out}");
+    exe
+}
+
+/// An `ipcns-bench` in `dir` that prints its pid and its arguments, one a
+/// line, says `from WHO` on standard error and exits with `code`.
+fn fake_bench(dir: &Path, who: &str, code: u8) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("ipcns-bench");
+    let script = format!(
+        "#!/bin/sh\necho \"pid $$\"\nprintf '%s\\n' \"$@\"\necho 'from {who}' >&2\nexit {code}\n"
+    );
+    std::fs::write(&path, script).expect("write the fake ipcns-bench");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("make the fake ipcns-bench executable");
+}
+
+/// Runs `exe ARGS` with `path` as PATH; the output and the pid it ran as.
+/// A script written a moment ago can be busy (ETXTBSY) while another
+/// test's fork still holds its descriptor: that run is tried again.
+fn run(exe: &Path, args: &[&str], path: &Path) -> (Output, u32) {
+    for _ in 0..100 {
+        let child = Command::new(exe)
+            .args(args)
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ipcns");
+        let pid = child.id();
+        let out = child.wait_with_output().expect("wait for ipcns");
+        if !text(&out.stderr).contains("Text file busy") {
+            return (out, pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("ipcns-bench stayed busy (ETXTBSY)");
+}
+
+/// The arguments reach `ipcns-bench` as given, in the same process; its
+/// output and exit status are the command's. The one beside `ipcns` wins
+/// over the one on PATH.
+#[test]
+fn bench_execs_the_executable_beside_ipcns() {
+    let s = Scratch::new("beside");
+    let bin = s.dir("bin");
+    let on_path = s.dir("path");
+    let ipcns = ipcns_in(&bin);
+    fake_bench(&bin, "beside", 7);
+    fake_bench(&on_path, "path", 9);
+    let (o, pid) = run(
+        &ipcns,
+        &["bench", "semget", "--json", "two words"],
+        &on_path,
+    );
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o.stderr));
     assert_eq!(
-        out.matches("\"kernel_ns\":null").count(),
-        out.matches("\"kernel_missing\":\"").count(),
-        "{out}"
+        text(&o.stdout),
+        format!("pid {pid}\nsemget\n--json\ntwo words\n")
     );
+    assert_eq!(text(&o.stderr), "from beside\n");
+}
+
+#[test]
+fn bench_execs_the_executable_on_path_when_none_is_beside() {
+    let s = Scratch::new("path");
+    let bin = s.dir("bin");
+    let on_path = s.dir("path");
+    let ipcns = ipcns_in(&bin);
+    fake_bench(&on_path, "path", 9);
+    let (o, pid) = run(&ipcns, &["bench", "lock"], &on_path);
+    assert_eq!(o.status.code(), Some(9), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), format!("pid {pid}\nlock\n"));
+    assert_eq!(text(&o.stderr), "from path\n");
+}
+
+/// Without `ipcns-bench` anywhere: an error saying where it was looked for
+/// and how to build it, exit 1 as any usage error of the command; the help
+/// and the usage are still printed (the command has them).
+#[test]
+fn bench_without_the_executable_says_how_to_build_it() {
+    let s = Scratch::new("none");
+    let bin = s.dir("bin");
+    let empty = s.dir("empty");
+    let ipcns = ipcns_in(&bin);
+    let (o, _) = run(&ipcns, &["bench", "semget", "--json"], &empty);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
     assert_eq!(
-        out.matches("\"met\":null").count(),
-        out.matches("\"not_measured\":\"").count(),
-        "{out}"
+        text(&o.stderr),
+        format!(
+            "ipcns: bench needs the ipcns-bench executable beside ipcns ({}) or on PATH: \
+             cargo build --release -p ipcns-bench\n",
+            bin.display()
+        )
     );
-    if !out.contains("kernel unavailable") {
-        // The kernel ran: only the extend row may lack its number, and only
-        // on a kernel booted without ipcmni_extend.
-        let missing = out.matches("\"kernel_ns\":null").count();
-        assert!(missing <= 1, "{out}");
-        assert_eq!(
-            missing,
-            out.matches("\"kernel_missing\":\"the kernel was booted without ipcmni_extend\"")
-                .count(),
-            "{out}"
-        );
-    }
-    // The throwaway namespaces are gone.
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
-}
-
-#[test]
-fn bench_semop_table() {
-    let d = TempDir::new("bench-semop-table");
-    let o = d
-        .command(&["bench", "semop"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("ipcns bench semop: "), "{out}");
-    assert!(out.lines().nth(2).unwrap().starts_with("cpu: "), "{out}");
-    for row in [
-        "1&2 ",
-        "1&40 ",
-        "1&3348 ",
-        "1&27348 ",
-        "1&15777204 (extend) ",
-        "round trip ",
-    ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(row)),
-            "no row {row} in {out}"
-        );
-    }
-    assert_eq!(out.matches("goal: ").count(), 7, "{out}");
-    assert!(
-        out.contains("goal: ipcns rows within 2% of each other: "),
-        "{out}"
+    let (help, _) = run(&ipcns, &["bench", "semget", "--help"], &empty);
+    assert!(help.status.success(), "{}", text(&help.stderr));
+    let (topic, _) = run(&ipcns, &["help", "bench"], &empty);
+    assert_eq!(text(&help.stdout), text(&topic.stdout));
+    assert!(text(&help.stdout).starts_with("usage: ipcns bench idmap|lock|"));
+    let (usage, _) = run(&ipcns, &["bench"], &empty);
+    assert_eq!(usage.status.code(), Some(1));
+    assert_eq!(
+        text(&usage.stderr),
+        format!("ipcns: {}", text(&help.stdout))
     );
-    assert!(
-        out.contains("\narena bytes per undo entry: 64 (set of 1), 64 (set of 10)\n"),
-        "{out}"
-    );
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
-}
-
-/// As semop's: every kernel number is there as root, else each says why it
-/// is missing. No goals (the issue sets none). ipcns's shm_nattch counts
-/// are Linux's: 3 attaches, 6 in a forked child, 3 after its exit, 0.
-#[test]
-fn bench_shm_json_has_every_number() {
-    let d = TempDir::new("bench-shm");
-    let o = d
-        .command(&["bench", "shm", "--json"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("{\"bench\":\"shm\",\"cpu\":\""), "{out}");
-    assert!(out.ends_with(",\"goals\":[]}\n"), "{out}");
-    assert_eq!(out.lines().count(), 1, "{out}");
-    for field in [
-        "\"rounds\":5,",
-        "\"pairs\":[{\"size\":4096,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":4096,\"pages_written\":1,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":65536,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":65536,\"pages_written\":16,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":16777216,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":16777216,\"pages_written\":4096,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "\"nattch\":{\"steps\":[\"after 3 attaches\",\"in a child forked then\",\
-\"after the child's exit\",\"after the 3 detaches\"],\"ipcns\":[3,6,3,0],\"kernel\":",
-        "\"note\":\"no goal: ",
-    ] {
-        assert!(out.contains(field), "no {field} in {out}");
-    }
-    assert!(!out.contains("\"ipcns_ns\":null"), "{out}");
-    assert!(!out.contains("\"goal\":"), "{out}");
-    if out.contains("kernel unavailable") {
-        assert_eq!(out.matches("\"kernel_ns\":null").count(), 6, "{out}");
-        assert!(out.contains("\"kernel\":null,\"agree\":null,\"kernel_missing\":\""));
-    } else {
-        assert!(!out.contains("null"), "{out}");
-        assert!(
-            out.contains("\"kernel\":[3,6,3,0],\"agree\":true}"),
-            "{out}"
-        );
-    }
-    // The throwaway namespaces and their segment files are gone.
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
-}
-
-#[test]
-fn bench_shm_table() {
-    let d = TempDir::new("bench-shm-table");
-    let o = d
-        .command(&["bench", "shm"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("ipcns bench shm: "), "{out}");
-    assert!(out.lines().nth(2).unwrap().starts_with("cpu: "), "{out}");
-    for row in [
-        "4 KiB          none ",
-        "4 KiB       1 x 1 B ",
-        "64 KiB         none ",
-        "64 KiB     16 x 1 B ",
-        "16 MiB         none ",
-        "16 MiB   4096 x 1 B ",
-        "after 3 attaches ",
-        "in a child forked then ",
-        "after the child's exit ",
-        "after the 3 detaches ",
-    ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(row)),
-            "no row {row} in {out}"
-        );
-    }
-    assert!(!out.lines().any(|l| l.starts_with("goal: ")), "{out}");
-    assert!(out.contains("\nnote: no goal: "), "{out}");
-    assert!(
-        out.contains("  ipcns and the kernel agree\n")
-            || out.contains("  the kernel's counts are missing"),
-        "{out}"
-    );
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
-}
-
-#[test]
-fn bench_msg_json_and_table() {
-    let d = TempDir::new("bench-msg");
-    let o = d
-        .command(&["bench", "msg", "--json"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("{\"bench\":\"msg\",\"cpu\":\""), "{out}");
-    assert!(out.ends_with("}\n"), "{out}");
-    assert_eq!(out.lines().count(), 1, "{out}");
-    for field in [
-        "\"rounds\":7,",
-        "\"pairs_per_round\":200,",
-        "\"round_trips_per_round\":50,",
-        "\"one_process\":[{\"bytes\":8,\"ipcns_ns\":",
-        "{\"bytes\":8192,\"ipcns_ns\":",
-        "\"ping_pong_ns\":{\"ipcns\":",
-        "\"scaling_pairs_per_s\":{\"ipcns_one\":",
-        "\"ipcns_two_over_one\":",
-        "\"bytes_per_queued_8_byte_message\":32.000,",
-        "{\"goal\":\"two pairs on two cpus >= 1.6x the throughput of one pair\",\"value\":",
-        "\"burst_scaling_pairs_per_s\":{\"burst\":16,\"ipcns_one\":",
-        "{\"goal\":\"two pairs on two cpus, bursts of 16 (heap blocks), >= 1.6x one pair\",\"value\":",
-    ] {
-        assert!(out.contains(field), "no {field} in {out}");
-    }
-    // As root the kernel is measured too (in a fresh IPC namespace);
-    // otherwise it says why not.
-    if out.contains("\"kernel_skipped\":") {
-        assert!(out.contains("\"kernel_ns\":null"), "{out}");
-    } else {
-        assert!(!out.contains("null"), "{out}");
-        assert!(
-            out.contains(
-                "{\"goal\":\"ping-pong round trip >= 3x faster than the kernel\",\"value\":"
-            ),
-            "{out}"
-        );
-    }
-    let o = d
-        .command(&["bench", "msg"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("ipcns bench msg: "), "{out}");
-    assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
-    assert!(
-        out.contains("arena bytes per queued 8-byte message: 32.0"),
-        "{out}"
-    );
-    assert!(out.contains("  two / one, bursts "), "{out}");
-    assert!(out.matches("goal: ").count() >= 1, "{out}");
-}
-
-/// `libipcns.so` beside the `ipcns` binary under test: built by cargo
-/// (same profile and target directory), since no test of this package
-/// makes cargo build a cdylib.
-fn preload_lib() -> std::path::PathBuf {
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipcns"));
-    let profile_dir = bin.parent().expect("profile directory");
-    let target = profile_dir.parent().expect("target directory");
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") => "dev",
-        Some(other) => other,
-        None => panic!("no profile directory in {}", bin.display()),
-    };
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--locked",
-            "-p",
-            "ipcns-preload",
-            "--profile",
-            profile,
-        ])
-        .arg("--target-dir")
-        .arg(target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run cargo");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    profile_dir.join("libipcns.so")
-}
-
-/// `ipcns bench preload`: every library and core number measured; the
-/// kernel's there as root, else null with the reason; the throwaway
-/// namespaces removed.
-#[test]
-fn bench_preload_json_has_every_number() {
-    let lib = preload_lib();
-    let d = TempDir::new("bench-preload");
-    let o = d
-        .command(&["bench", "preload", "--json"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .env("IPCNS_PRELOAD_LIB", &lib)
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(
-        out.starts_with("{\"bench\":\"preload\",\"cpu\":\""),
-        "{out}"
-    );
-    assert!(out.ends_with("]}\n"), "{out}");
-    assert_eq!(out.lines().count(), 1, "{out}");
-    for field in [
-        "\"rounds\":7,",
-        "\"ops\":1000,\"pairs\":300,\"trips\":3,",
-        "\"ns\":{\"library\":{\"noop_semop\":",
-        "\"core\":{\"noop_semop\":",
-        "\"msg_pair_heap\":",
-        "{\"goal\":\"no-op semop through libipcns.so >= 10x faster than the kernel\",\"value\":",
-        "{\"goal\":\"msgsnd+msgrcv (8 bytes) through libipcns.so >= 5x faster than the kernel\",\"value\":",
-        "{\"goal\":\"semaphore ping-pong through libipcns.so >= 3x faster than the kernel\",\"value\":",
-        "{\"goal\":\"semget lookup through libipcns.so >= 10x faster than the kernel\",\"value\":",
-        "{\"goal\":\"libipcns.so adds <= 5 ns per semop over the core\",\"value\":",
-        "{\"goal\":\"libipcns.so adds <= 5 ns per msgsnd or msgrcv over the core\",\"value\":",
-        "{\"goal\":\"libipcns.so adds <= 5 ns per semget over the core\",\"value\":",
-    ] {
-        assert!(out.contains(field), "no {field} in {out}");
-    }
-    let library = &out[out.find("\"library\":{").unwrap()..out.find(",\"core\":").unwrap()];
-    assert!(!library.contains("null"), "{out}");
-    if out.contains("\"kernel\":null") {
-        assert!(!out.contains("\"kernel_skipped\":null"), "{out}");
-    } else {
-        assert!(out.contains("\"kernel_skipped\":null"), "{out}");
-        assert!(
-            out.contains("\"kernel_namespace\":\"a fresh IPC namespace"),
-            "{out}"
-        );
-    }
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
-}
-
-#[test]
-fn bench_preload_table() {
-    let lib = preload_lib();
-    let d = TempDir::new("bench-preload-table");
-    let o = d
-        .command(&["bench", "preload"])
-        .env("IPCNS_BENCH_QUICK", "1")
-        .env("IPCNS_PRELOAD_LIB", &lib)
-        .output()
-        .expect("run ipcns");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    assert!(out.starts_with("ipcns bench preload: "), "{out}");
-    assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
-    for row in [
-        "no-op semop (sembuf on the stack) ",
-        "no-op semop (sembuf on the heap) ",
-        "msgsnd+msgrcv 8 B, per pair (stack) ",
-        "msgsnd+msgrcv 8 B, per pair (heap) ",
-        "semget lookup of an existing key ",
-        "semaphore ping-pong, per round trip ",
-    ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(row)),
-            "no row {row} in {out}"
-        );
-    }
-    assert_eq!(out.matches("goal: ").count(), 7, "{out}");
-    assert!(d.entries().is_empty(), "{:?}", d.entries());
 }

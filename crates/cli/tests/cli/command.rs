@@ -201,6 +201,16 @@ fn version_and_help() {
     }
     // util-linux's own help for the three tools.
     assert!(text(&d.run(&["help", "ipcrm"]).stdout).starts_with("\nUsage:\n ipcrm [options]\n"));
+    // The benchmarks' line and help, printed without the ipcns-bench
+    // executable (crates/bench/tests checks that it prints the same help).
+    assert!(
+        text(&d.run(&["help"]).stdout)
+            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
+    assert!(
+        text(&d.run(&["bench", "--help"]).stdout)
+            .contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+    );
     for args in [
         &["ns", "-h"][..],
         &["ns", "create", "--help"],

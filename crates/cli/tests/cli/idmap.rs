@@ -121,7 +121,6 @@ fn bad_usage_is_an_error_not_a_panic() {
         &["idmap", "write", "self"],
         &["idmap", "bogus"],
         &["bogus"],
-        &["bench", "nothing"],
     ] {
         let out = ipcns(args, "");
         assert_eq!(out.status.code(), Some(1), "{args:?}");

@@ -392,7 +392,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 /// alike) and where they were measured.
 fn kernel_side() -> anyhow::Result<(Side, &'static str)> {
     let out = Command::new(std::env::current_exe()?)
-        .args(["bench", KERNEL_CHILD])
+        .arg(KERNEL_CHILD)
         .stderr(Stdio::piped())
         .output()?;
     if !out.status.success() {

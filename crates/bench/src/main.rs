@@ -1,6 +1,11 @@
-//! `ipcns bench WHAT [--json]`: benchmark programs. Each prints ipcns beside a
-//! baseline measured in the same run, with the ratios, in the shape of the
-//! seed's table. Medians of several rounds: the machine is shared and noisy.
+//! `ipcns-bench WHAT [--json]`, which `ipcns bench WHAT [--json]` runs:
+//! benchmark programs. Each prints ipcns beside a baseline measured in the
+//! same run, with the ratios, in the shape of the seed's table. Medians of
+//! several rounds: the machine is shared and noisy.
+//!
+//! A program of its own, out of the shipped `ipcns` command, because it
+//! measures the kernel through the test oracle (`ipcns-oracle`); `ipcns`
+//! finds it beside itself or on PATH (crates/cli/src/bench.rs).
 
 pub mod capi;
 pub mod idmap;
@@ -15,27 +20,38 @@ pub mod stats;
 mod sys;
 
 use anyhow::{Context, bail};
+use std::ffi::OsString;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
-pub const USAGE: &str = "\
-usage: ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm [--json]
-  idmap   id map lookups: ipcns, a linear scan, the kernel's binary search,
-          and the host kernel's own cost (root only)
-  lock    the arena's lock beside glibc's robust process-shared mutex:
-          uncontended, and 2 threads and 2 processes contending
-  msg     msgsnd and msgrcv: ipcns beside the kernel, in one process, as
-          ping-pong between two, and two pairs on two cpus
-  preload System V IPC through libipcns.so (dlopen'ed, as a C program
-          calls it) beside the core called directly and the kernel: no-op
-          semop, msgsnd+msgrcv, semget lookups, a semaphore ping-pong
-  rseq    per-cpu increments and cpu number reads: rseq beside atomics
-  semget  semget creation and lookup: ipcns beside the kernel
-  semop   no-op semop on two ids at seed 000's indexes, and a two-process
-          ping-pong: ipcns beside the kernel; arena bytes per undo entry
-  shm     shmat + shmdt pairs of 4 KiB, 64 KiB and 16 MiB segments, with and
-          without a write per page, and shm_nattch across a fork: ipcns
-          beside the kernel
---json prints the results as JSON.";
+/// `ipcns help bench`'s text: the command owns it (it prints it without
+/// this program), this program prints the same. Not published, so it may
+/// read a file of another crate.
+pub const USAGE: &str = include_str!("../../cli/src/bench.txt").trim_ascii_end();
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match all_utf8(&args).and_then(|args| run(&args)) {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Said as `ipcns` says it: this is `ipcns bench` to its user.
+            let _ = writeln!(io::stderr(), "ipcns: {}", message(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every argument as text, or an error naming the first that is not
+/// (`bench: argument "\xFF" is not UTF-8 text`, as `ipcns` says it).
+fn all_utf8(args: &[OsString]) -> anyhow::Result<Vec<String>> {
+    args.iter()
+        .map(|a| match a.to_str() {
+            Some(s) => Ok(s.to_string()),
+            None => bail!("bench: argument {a:?} is not UTF-8 text"),
+        })
+        .collect()
+}
 
 pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
@@ -127,4 +143,37 @@ impl Drop for TempNs {
     fn drop(&mut self) {
         let _ = ipcns::Namespace::remove_at(&self.path);
     }
+}
+
+/// The error and its causes, each said once (as `ipcns` says them: a cause
+/// whose text the message above it already includes is not repeated).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
+}
+
+/// Writes `text` to standard output (a broken pipe surfaces as an error
+/// that `main` treats as success).
+fn print_out(text: &str) -> anyhow::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
 }

@@ -65,7 +65,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 
 fn kernel_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
     let out = Command::new(std::env::current_exe()?)
-        .args(["bench", KERNEL_CHILD, &keys.to_string()])
+        .args([KERNEL_CHILD, &keys.to_string()])
         .stderr(Stdio::piped())
         .output()?;
     if !out.status.success() {

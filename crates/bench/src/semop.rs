@@ -463,7 +463,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 /// Runs the kernel child with `args`; its stdout's words.
 fn kernel_run(args: &[String]) -> anyhow::Result<Vec<String>> {
     let out = Command::new(std::env::current_exe()?)
-        .args(["bench", KERNEL_CHILD])
+        .arg(KERNEL_CHILD)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())

@@ -264,7 +264,7 @@ impl KernelBench {
         }
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
-        cmd.args(["bench", KERNEL_CHILD])
+        cmd.arg(KERNEL_CHILD)
             .arg(&self.dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());

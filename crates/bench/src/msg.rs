@@ -369,7 +369,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 
 fn kernel_side() -> anyhow::Result<Side> {
     let out = Command::new(std::env::current_exe()?)
-        .args(["bench", KERNEL_CHILD])
+        .arg(KERNEL_CHILD)
         .stderr(Stdio::piped())
         .output()?;
     if !out.status.success() {

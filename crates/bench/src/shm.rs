@@ -177,7 +177,7 @@ where
     T::Err: std::error::Error + Send + Sync + 'static,
 {
     let out = Command::new(std::env::current_exe()?)
-        .args(["bench", KERNEL_CHILD])
+        .arg(KERNEL_CHILD)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())

@@ -1,0 +1,63 @@
+//! What `ipcns-bench` says when given no benchmark, a wrong one, an
+//! argument that is not text or `--help`: what `ipcns bench` said when the
+//! benchmarks were part of it (same text, same exit status).
+
+use crate::{TempDir, text};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+/// `ipcns help bench`'s text (the command prints it without this program).
+const USAGE: &str = include_str!("../../../cli/src/bench.txt");
+
+#[test]
+fn bad_usage_is_an_error_not_a_panic() {
+    let d = TempDir::new("usage");
+    for args in [&["nothing"][..], &["semget", "--jsn"], &["semget", "extra"]] {
+        let out = d.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.starts_with("ipcns: bench: "), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = d.run(&["nothing"]);
+    assert_eq!(
+        text(&out.stderr),
+        "ipcns: bench: unknown benchmark \"nothing\" \
+         (expected idmap, lock, msg, preload, rseq, semget, semop or shm)\n"
+    );
+    // No benchmark: the usage, as an error.
+    let out = d.run::<&str>(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), format!("ipcns: {USAGE}"));
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
+}
+
+#[test]
+fn an_argument_that_is_not_text_is_named() {
+    let d = TempDir::new("utf8");
+    let out = d.run(&[OsStr::from_bytes(b"\xff")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.stderr,
+        b"ipcns: bench: argument \"\\xFF\" is not UTF-8 text\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// `--help` or `-h` anywhere prints `ipcns help bench`'s text, exit 0.
+#[test]
+fn help_is_ipcns_help_bench() {
+    let d = TempDir::new("help");
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["semget", "--help"],
+        &["nothing", "-h"],
+    ] {
+        let out = d.run(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), USAGE, "{args:?}");
+        assert!(out.stderr.is_empty(), "{args:?}");
+    }
+}
