@@ -55,6 +55,7 @@ not_loom! {
     /// Raw system calls (for ipcns's own crates: the C ABI, benches).
     #[doc(hidden)]
     pub mod sys;
+    pub mod sysv;
     mod time;
     mod wait;
 

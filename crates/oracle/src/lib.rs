@@ -19,7 +19,9 @@
 
 pub mod kernel;
 mod scratch;
-pub mod sysv;
+/// The interface both implementations answer (in the core: the ipc tools
+/// use it too).
+pub use ipcns::sysv;
 
 pub use kernel::{Host, unshare_ipc};
 pub use sysv::{NsCaller, SysV};

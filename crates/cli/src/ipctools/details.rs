@@ -7,7 +7,7 @@ use super::size::{self, Unit};
 use super::text::{pad, time_text};
 use super::{Exit, Tool};
 use ipcns::abi;
-use ipcns_oracle::sysv::SysV;
+use ipcns::sysv::SysV;
 use std::io::Write;
 
 /// `%#o`: octal with a leading 0, except for 0 itself.

@@ -5,7 +5,7 @@
 use super::getopt::{self, HasArg, Item, Long};
 use super::{Exit, Tool, cnum};
 use ipcns::abi::IPC_CREAT;
-use ipcns_oracle::sysv::SysV;
+use ipcns::sysv::SysV;
 use std::io::{Read, Write};
 
 pub const USAGE: &str = "

@@ -5,7 +5,7 @@
 use super::getopt::{self, HasArg, Item, Long};
 use super::{Exit, Tool, cnum};
 use ipcns::abi;
-use ipcns_oracle::sysv::{self, SysV};
+use ipcns::sysv::{self, SysV};
 use std::io::Write;
 
 pub const USAGE: &str = "

@@ -9,7 +9,7 @@ use super::getopt::{self, HasArg, Item, Long};
 use super::lists::{self, Format};
 use super::size::Unit;
 use super::{Exit, Tool, cnum, details};
-use ipcns_oracle::sysv::SysV;
+use ipcns::sysv::SysV;
 
 pub const USAGE: &str = "
 Usage:

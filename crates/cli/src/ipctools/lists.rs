@@ -13,7 +13,7 @@ use super::rows::{self, Msg, Perm, Sem, Shm};
 use super::size::{self, Unit};
 use super::text::{id_owner, pad, print_perms, short_time, time_text};
 use ipcns::abi;
-use ipcns_oracle::sysv::{self, SysV};
+use ipcns::sysv::{self, SysV};
 use std::io::Write;
 
 /// `enum output_formats`.

@@ -1,7 +1,7 @@
 //! `ipcns ipcs|ipcmk|ipcrm`: util-linux 2.38.1's tools over an ipcns
 //! namespace, with their options, output, messages and exit codes.
 //!
-//! The tools are written against `ipcns_oracle::SysV`, one interface over
+//! The tools are written against `ipcns::sysv::SysV`, one interface over
 //! a namespace and the host kernel; they read what util-linux
 //! reads (/proc/sysvipc text, /proc/sys/kernel values, the `*_INFO` and
 //! `*_STAT` commands) through it. Messages go to stderr with the tool's
@@ -22,7 +22,7 @@ mod text;
 
 pub use host::user_name;
 
-use ipcns_oracle::sysv::{NsCaller, SysV};
+use ipcns::sysv::{NsCaller, SysV};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

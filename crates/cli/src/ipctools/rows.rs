@@ -5,7 +5,7 @@
 use super::cnum::{strtoimax, strtoul};
 use ipcns::Mech;
 use ipcns::abi;
-use ipcns_oracle::sysv::SysV;
+use ipcns::sysv::SysV;
 
 /// `struct ipc_stat`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -187,7 +187,7 @@ pub fn msg_by_id(sys: &dyn SysV, id: i32) -> Option<Msg> {
         return all.first().copied();
     }
     let mut m = all.into_iter().find(|m| m.perm.id == id)?;
-    if let Ok((_, ds)) = ipcns_oracle::sysv::msg_stat(sys, id, abi::IPC_STAT) {
+    if let Ok((_, ds)) = ipcns::sysv::msg_stat(sys, id, abi::IPC_STAT) {
         m.qbytes = ds.msg_qbytes;
     }
     Some(m)
@@ -266,7 +266,7 @@ pub fn sem_limits(sys: &dyn SysV) -> Option<Limits> {
     if let [msl, mns, opm, mni] = v[..] {
         (l.semmsl, l.semmns, l.semopm, l.semmni) = (msl, mns, opm, mni);
     } else {
-        let (_, i) = ipcns_oracle::sysv::sem_info(sys, abi::IPC_INFO).ok()?;
+        let (_, i) = ipcns::sysv::sem_info(sys, abi::IPC_INFO).ok()?;
         (l.semmsl, l.semmns, l.semopm, l.semmni) = (i.semmsl, i.semmns, i.semopm, i.semmni);
     }
     Some(l)

@@ -5,8 +5,8 @@ mod attach;
 mod list;
 
 use anyhow::{Context, bail};
+use ipcns::sysv::{self, NsCaller};
 use ipcns::{Census, CreateOptions, Namespace, abi};
-use ipcns_oracle::sysv::{self, NsCaller};
 use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;

@@ -1,16 +1,16 @@
-//! One interface over two System V IPC implementations: the host kernel
-//! ([`crate::kernel::Host`], system calls) and an ipcns namespace with a
-//! caller's credentials ([`NsCaller`]). The differential tests, the
-//! benchmarks and the ipcs family drive both through it.
+//! One interface over System V IPC implementations: an ipcns namespace
+//! with a caller's credentials ([`NsCaller`]) and, in the test oracle, the
+//! host kernel (`ipcns_oracle::Host`, system calls). The ipcs family, the
+//! differential tests and the benchmarks drive both through it.
 
-use ipcns::Mech;
-use ipcns::abi::{
+use crate::Mech;
+use crate::abi::{
     msginfo, msqid64_ds, sembuf, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64,
 };
-use ipcns::msg::MsgArg;
-use ipcns::sem::SemArg;
-use ipcns::shm::ShmArg;
-use ipcns::{Cred, Namespace, SysResult};
+use crate::msg::MsgArg;
+use crate::sem::SemArg;
+use crate::shm::ShmArg;
+use crate::{Cred, Namespace, SysResult};
 
 /// The operations, as `semget(2)` and friends.
 pub trait SysV {
@@ -140,12 +140,12 @@ pub fn shm_stat(s: &dyn SysV, id: i32, cmd: i32) -> SysResult<(i32, shmid64_ds)>
 
 pub fn shm_ipc_info(s: &dyn SysV) -> SysResult<(i32, shminfo64)> {
     let mut i = shminfo64::default();
-    let r = s.shmctl(0, ipcns::abi::IPC_INFO, ShmArg::Info(&mut i))?;
+    let r = s.shmctl(0, crate::abi::IPC_INFO, ShmArg::Info(&mut i))?;
     Ok((r, i))
 }
 
 pub fn shm_shm_info(s: &dyn SysV) -> SysResult<(i32, shm_info)> {
     let mut i = shm_info::default();
-    let r = s.shmctl(0, ipcns::abi::SHM_INFO, ShmArg::ShmInfo(&mut i))?;
+    let r = s.shmctl(0, crate::abi::SHM_INFO, ShmArg::ShmInfo(&mut i))?;
     Ok((r, i))
 }
