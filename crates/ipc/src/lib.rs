@@ -10,7 +10,12 @@
 //! Under `--cfg loom` only the lock, the wait handshake (`park`) and their
 //! model checks are built.
 
-mod errno;
+/// The kernel's error numbers, as the core returns them: the system-call
+/// layer's type (crate `ipcns-sys`, `errno.rs`), so that `crate::errno`
+/// and `ipcns::Errno` name that one type.
+mod errno {
+    pub use ipcns_sys::{Errno, SysResult};
+}
 mod lock;
 mod park;
 mod sync;
@@ -54,9 +59,10 @@ not_loom! {
     pub mod sem;
     pub mod shm;
     mod sysctl;
-    /// Raw system calls (for ipcns's own crates: the C ABI, benches).
+    /// Raw system calls (for ipcns's own crates: the C ABI, benches): the
+    /// `ipcns-sys` crate, under the path the core has always used.
     #[doc(hidden)]
-    pub mod sys;
+    pub use ipcns_sys as sys;
     mod time;
     mod wait;
 

@@ -5,6 +5,7 @@
 //! # Safety
 //! Each call passes the address of 4 aligned bytes of an atomic the caller
 //! borrows for the duration of the call, and a timespec we own.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall3, syscall4};
 use crate::errno::Errno;

@@ -4,6 +4,7 @@
 //! Mapping at a kernel-chosen address affects no existing memory; at a
 //! fixed address, and unmapping, it may: those are the caller's to vouch
 //! for, hence `unsafe fn`.
+#![allow(unsafe_code)]
 
 use super::fd::Fd;
 use crate::errno::Errno;

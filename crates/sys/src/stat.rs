@@ -6,6 +6,7 @@
 //! # Safety
 //! Each call passes a NUL-terminated path (or "" with `AT_EMPTY_PATH`) and
 //! a pointer to a buffer of the structure's exact size, which we own.
+#![allow(unsafe_code)]
 
 use super::raw::syscall4;
 use super::raw::syscall5;

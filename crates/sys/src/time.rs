@@ -11,6 +11,7 @@
 //! # Safety
 //! `clock_gettime` writes one timespec into a local; `nanosleep` reads
 //! one of ours.
+#![allow(unsafe_code)]
 
 use super::raw::syscall2;
 

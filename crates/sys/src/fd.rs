@@ -5,6 +5,7 @@
 //! Every call passes the descriptor this `Fd` owns (open until its drop)
 //! and buffers borrowed from the caller for the duration of the call, with
 //! their true lengths.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall1, syscall2, syscall3, syscall4};
 use super::stat::{Stat, statx_fd};

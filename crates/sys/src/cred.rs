@@ -7,6 +7,7 @@
 //! # Safety
 //! Each call writes into locals or a buffer we own, of the size the call
 //! is told.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall0, syscall2, syscall3, syscall4};
 use crate::errno::Errno;

@@ -3,6 +3,7 @@
 //! # Safety
 //! These calls take numbers only, except `getrandom`, which is given a
 //! buffer we own with its true length.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall0, syscall2, syscall3};
 use crate::errno::Errno;

@@ -5,6 +5,7 @@
 //! # Safety
 //! Each call passes NUL-terminated paths that live for the call, and
 //! buffers we own with their true lengths.
+#![allow(unsafe_code)]
 
 use super::fd::Fd;
 use super::raw::{syscall2, syscall3, syscall4, syscall5};
