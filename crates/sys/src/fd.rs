@@ -127,13 +127,7 @@ impl Fd {
         let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: a pointer to a buffer of the structure's exact size,
         // which we own, for the call.
-        unsafe {
-            syscall2(
-                libc::SYS_fstatfs,
-                self.0 as usize,
-                (&raw mut buf) as usize,
-            )
-        }?;
+        unsafe { syscall2(libc::SYS_fstatfs, self.0 as usize, (&raw mut buf) as usize) }?;
         Ok((buf.f_type as u64, buf.f_bsize as u64))
     }
 

@@ -303,7 +303,10 @@ mod tests {
         assert_eq!(dir_names(&d), Ok(vec![]));
         rmdir(&d).expect("rmdir");
         assert_eq!(lstat(&d), Err(Errno::ENOENT));
-        assert_eq!(open(Path::new("a\0b"), libc::O_RDONLY, 0).err(), Some(Errno::EINVAL));
+        assert_eq!(
+            open(Path::new("a\0b"), libc::O_RDONLY, 0).err(),
+            Some(Errno::EINVAL)
+        );
     }
 
     #[test]
@@ -311,7 +314,9 @@ mod tests {
         let d = tmp("many");
         mkdir(&d, 0o700).unwrap();
         // More names than one getdents64 buffer holds.
-        let want: Vec<String> = (0..600).map(|i| format!("entry-with-a-longish-name-{i:04}")).collect();
+        let want: Vec<String> = (0..600)
+            .map(|i| format!("entry-with-a-longish-name-{i:04}"))
+            .collect();
         for n in &want {
             std::fs::write(d.join(n), b"").unwrap();
         }
@@ -328,6 +333,10 @@ mod tests {
         assert_eq!(read(&big), Ok(text));
         std::fs::remove_dir_all(&d).unwrap();
         // /proc files report size 0 and are read whole.
-        assert!(read_to_string(Path::new("/proc/self/status")).unwrap().contains("\nUid:"));
+        assert!(
+            read_to_string(Path::new("/proc/self/status"))
+                .unwrap()
+                .contains("\nUid:")
+        );
     }
 }

@@ -27,7 +27,11 @@ impl Word for AtomicU32 {
 impl Word for AtomicU64 {
     fn futex_addr(&self) -> usize {
         let at = self.as_ptr() as usize;
-        if cfg!(target_endian = "little") { at } else { at + 4 }
+        if cfg!(target_endian = "little") {
+            at
+        } else {
+            at + 4
+        }
     }
 }
 

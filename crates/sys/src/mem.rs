@@ -14,7 +14,13 @@ use crate::errno::Errno;
 /// # Safety
 /// With `MAP_FIXED`, whatever was mapped at `[addr, addr + len)` is
 /// replaced: the caller must own that range and hold no reference into it.
-pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: &Fd) -> Result<usize, Errno> {
+pub unsafe fn mmap(
+    addr: usize,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: &Fd,
+) -> Result<usize, Errno> {
     // SAFETY: as the caller vouches.
     unsafe { mmap_at(addr, len, prot, flags, fd.raw(), 0) }
 }

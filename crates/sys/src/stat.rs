@@ -208,7 +208,10 @@ mod tests {
                 assert_eq!(fstatat(libc::AT_FDCWD, p, flags), Ok(s), "{p:?}");
             }
         }
-        assert_eq!(statx_path(c"/proc/self", false).map(|s| s.kind()), Ok("a symbolic link"));
+        assert_eq!(
+            statx_path(c"/proc/self", false).map(|s| s.kind()),
+            Ok("a symbolic link")
+        );
         assert_eq!(statx_path(c"/nonexistent/x", true), Err(Errno::ENOENT));
     }
 }

@@ -44,7 +44,13 @@ pub fn sleep_ns(ns: u64) {
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: reads one timespec of ours; no remainder asked for.
-    let _ = unsafe { syscall2(libc::SYS_nanosleep, &ts as *const libc::timespec as usize, 0) };
+    let _ = unsafe {
+        syscall2(
+            libc::SYS_nanosleep,
+            &ts as *const libc::timespec as usize,
+            0,
+        )
+    };
 }
 
 /// [`clock_ns`] through the system call itself.
