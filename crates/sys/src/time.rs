@@ -1,4 +1,6 @@
-//! Clocks.
+//! Clocks: ipcns's two ([`monotonic_ns`] for deadlines and sleepers'
+//! heartbeats, [`real_seconds`] for the stamps of IPC objects), and a
+//! sleep.
 //!
 //! `clock_gettime` is the one libc function the core keeps: glibc answers
 //! it from the vDSO (a few loads, no system call), and every semop,
@@ -35,6 +37,19 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
         return 0;
     }
     ns(&ts)
+}
+
+/// `ktime_get_real_seconds()`: the coarse wall clock, in seconds (what
+/// Linux stamps IPC objects with: the timekeeper's last tick, no read of
+/// the hardware clock).
+pub fn real_seconds() -> i64 {
+    (clock_ns(libc::CLOCK_REALTIME_COARSE) / 1_000_000_000) as i64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same in every process (deadlines,
+/// sleepers' heartbeats).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// `nanosleep` for `ns` nanoseconds (an interrupted sleep ends early).
@@ -86,5 +101,17 @@ mod tests {
             assert!(a <= b + 20_000_000 && b <= a2 + 20_000_000, "{a} {b} {a2}");
             assert!(a > 0);
         }
+    }
+
+    #[test]
+    fn the_two_clocks() {
+        let (a, b) = (monotonic_ns(), monotonic_ns());
+        assert!(0 < a && a <= b);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // The coarse clock lags by at most a tick.
+        assert!((now - real_seconds()).abs() <= 1, "{now}");
     }
 }
