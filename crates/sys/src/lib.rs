@@ -30,7 +30,9 @@
 //! (NUL-terminated paths, buffers with their true lengths, borrowed
 //! atomics), and descriptors are owned by an [`Fd`] until its drop.
 //! Wrappers that could affect memory they do not own (`mmap` at a fixed
-//! address, `munmap`) are `unsafe fn`; the rest are safe.
+//! address, `munmap`, `shmat`, `shmdt`), or that pass on a word the
+//! kernel may take as a pointer (`raw`, the System V `*ctl` calls), are
+//! `unsafe fn`; the rest are safe.
 
 pub mod cred;
 mod errno;
@@ -41,6 +43,10 @@ pub mod mem;
 pub mod process;
 pub mod raw;
 mod stat;
+/// The kernel's own System V IPC (direct system calls: x86_64 and aarch64
+/// have them, i386 multiplexes them through `ipc(2)`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub mod sysv;
 pub mod time;
 
 pub use errno::{Errno, SysResult};
