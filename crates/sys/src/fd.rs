@@ -115,6 +115,22 @@ impl Fd {
         Ok(n)
     }
 
+    /// `fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0)`: whether the descriptor
+    /// is closed at exec (its only flag).
+    pub fn set_cloexec(&self, on: bool) -> Result<(), Errno> {
+        let flags = if on { libc::FD_CLOEXEC } else { 0 };
+        // SAFETY: fcntl takes integers only here.
+        unsafe {
+            syscall3(
+                libc::SYS_fcntl,
+                self.0 as usize,
+                libc::F_SETFD as usize,
+                flags as usize,
+            )
+        }
+        .map(drop)
+    }
+
     /// `fstat(fd)` (statx with `AT_EMPTY_PATH`).
     pub fn stat(&self) -> Result<Stat, Errno> {
         statx_fd(self.0)

@@ -273,6 +273,13 @@ mod tests {
         // SAFETY: F_GETFD on our own descriptor reads its flags.
         let fl = unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) };
         assert_eq!(fl & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+        fd.set_cloexec(false).expect("F_SETFD");
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) }, 0);
+        fd.set_cloexec(true).expect("F_SETFD");
+        // SAFETY: as above.
+        let fl = unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) };
+        assert_eq!(fl, libc::FD_CLOEXEC);
         fd.chmod(0o640).expect("fchmod");
         fd.set_len(10_000).expect("ftruncate");
         fd.fallocate(libc::FALLOC_FL_KEEP_SIZE, 0, 8192)

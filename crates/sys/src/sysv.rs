@@ -301,10 +301,8 @@ mod tests {
         // SAFETY: IPC_RMID reads no argument.
         assert_eq!(unsafe { msgctl(-1, libc::IPC_RMID, 0) }, Err(Errno::EINVAL));
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { semctl(-1, 0, libc::IPC_RMID, 0) },
-            Err(Errno::EINVAL)
-        );
+        let r = unsafe { semctl(-1, 0, libc::IPC_RMID, 0) };
+        assert_eq!(r, Err(Errno::EINVAL));
         // SAFETY: as above.
         assert_eq!(unsafe { shmctl(-1, libc::IPC_RMID, 0) }, Err(Errno::EINVAL));
         // SAFETY: no address: nothing of ours is replaced.
