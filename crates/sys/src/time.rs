@@ -6,7 +6,7 @@
 //! it from the vDSO (a few loads, no system call), and every semop,
 //! msgsnd and msgrcv stamps a time, so it is on the hot path; the raw
 //! system call costs a kernel entry each time (`cargo run --release -p
-//! ipcns --example syscall_cost` prints both). No preload intercepts it
+//! ipcns-sys --example syscall_cost` prints both). No preload intercepts it
 //! in practice (fakeroot does not), and it touches no file or credential.
 //! [`clock_ns_raw`] is the system call, for that comparison.
 //!
