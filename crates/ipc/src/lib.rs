@@ -14,7 +14,10 @@
 /// layer's type (crate `ipcns-sys`, `errno.rs`), so that `crate::errno`
 /// and `ipcns::Errno` name that one type.
 mod errno {
-    pub use ipcns_sys::{Errno, SysResult};
+    pub use ipcns_sys::Errno;
+    /// Used by the namespace proper only (not built under loom).
+    #[cfg(not(loom))]
+    pub use ipcns_sys::SysResult;
 }
 mod lock;
 mod park;
