@@ -10,7 +10,15 @@
 //! Under `--cfg loom` only the lock, the wait handshake (`park`) and their
 //! model checks are built.
 
-mod errno;
+/// The kernel's error numbers, as the core returns them: the system-call
+/// layer's type (crate `ipcns-sys`, `errno.rs`), so that `crate::errno`
+/// and `ipcns::Errno` name that one type.
+mod errno {
+    pub use ipcns_sys::Errno;
+    /// Used by the namespace proper only (not built under loom).
+    #[cfg(not(loom))]
+    pub use ipcns_sys::SysResult;
+}
 mod lock;
 mod park;
 mod sync;
@@ -52,9 +60,10 @@ not_loom! {
     mod registry;
     pub mod sem;
     pub mod shm;
-    /// Raw system calls (for ipcns's own crates: the C ABI, benches).
+    /// Raw system calls (for ipcns's own crates: the C ABI, benches): the
+    /// `ipcns-sys` crate, under the path the core has always used.
     #[doc(hidden)]
-    pub mod sys;
+    pub use ipcns_sys as sys;
     pub mod sysv;
     mod time;
     mod wait;

@@ -1,6 +1,6 @@
-//! The host kernel's System V IPC, through raw system calls, behind the
-//! [`SysV`] interface: the oracle of the differential tests and the
-//! baseline of the benchmarks.
+//! The host kernel's System V IPC, through raw system calls
+//! (`ipcns_sys::sysv`), behind the [`SysV`] interface: the oracle of the
+//! differential tests and the baseline of the benchmarks.
 //!
 //! The last argument of `semctl`, `msgctl` and `shmctl` is one word that
 //! the kernel takes as a pointer or as an integer, depending on the
@@ -12,20 +12,17 @@
 //! mapping (`scratch`) instead of the caller's slice.
 //!
 //! # Safety
-//! `semtimedop` gets a caller's `sembuf` slice with its own length (the
-//! kernel reads at most `nsops` entries: it copies them in before anything
-//! else and writes nothing back) and a borrowed timeout or NULL (read only,
-//! a `__kernel_timespec`, which `libc::timespec` is on x86-64). `msgsnd`
-//! and `msgrcv` pass a `struct msgbuf` of their own, as long as the size
-//! they give says (`msgbuf`).
+//! `semtimedop` views the caller's `sembuf` slice as libc's (the same
+//! `repr(C)` layout, pinned below), which `ipcns_sys::sysv::semtimedop`
+//! hands the kernel with its own length and a borrowed timeout (a
+//! `__kernel_timespec`, which `libc::timespec` is on x86-64).
 //!
 //! `shmat` passes no address (the kernel picks a free range, so no memory
 //! of the caller is replaced), and `shmdt` unmaps only a System V
 //! attachment, which no Rust reference points into (its callers hold
 //! attachments as numbers).
 //!
-//! Every other system call here gets integers and at most one pointer, the
-//! `*ctl` word (`Word`), which is one of:
+//! The `*ctl` calls get one word (`Word`), which is one of:
 //! - a caller's structure, borrowed for the call, of the type the kernel
 //!   copies (in or out) for that command on x86-64; the sizes are pinned
 //!   below and in `ipcns::abi`;
@@ -44,6 +41,7 @@ use ipcns::msg::MsgArg;
 use ipcns::sem::SemArg;
 use ipcns::shm::ShmArg;
 use ipcns::{Errno, SysResult};
+use ipcns_sys::sysv::{self, MsgBuf};
 
 #[cfg(test)]
 mod tests;
@@ -67,6 +65,11 @@ const _: () = {
     // semtimedop's arguments: `struct sembuf` and `struct __kernel_timespec`.
     assert!(size_of::<sembuf>() == 6);
     assert!(size_of::<libc::timespec>() == 16);
+    // ipcns's `sembuf` is libc's, field for field.
+    assert!(size_of::<libc::sembuf>() == 6);
+    assert!(align_of::<sembuf>() == align_of::<libc::sembuf>());
+    assert!(core::mem::offset_of!(sembuf, sem_op) == core::mem::offset_of!(libc::sembuf, sem_op));
+    assert!(core::mem::offset_of!(sembuf, sem_flg) == core::mem::offset_of!(libc::sembuf, sem_flg));
 };
 
 /// The calling process's IPC namespace, as the kernel keeps it.
@@ -106,54 +109,28 @@ impl<'a> Word<'a> {
     }
 }
 
-fn ret(r: libc::c_long) -> SysResult<i32> {
-    if r < 0 {
-        Err(Errno::last())
-    } else {
-        Ok(r as i32)
-    }
-}
-
 /// `semctl(semid, semnum, cmd, arg)`: semctl(2); ipc/sem.c `ksys_semctl`.
 fn sys_semctl(id: i32, semnum: i32, cmd: i32, arg: Word<'_>) -> SysResult<i32> {
-    // SAFETY: integers, and a word made for `cmd` (module doc, Word).
-    ret(unsafe { libc::syscall(libc::SYS_semctl, id, semnum, cmd, arg.raw) })
+    // SAFETY: a word made for `cmd` (module doc, Word).
+    unsafe { sysv::semctl(id, semnum, cmd, arg.raw) }
 }
 
 /// `msgctl(msqid, cmd, buf)`: msgctl(2); ipc/msg.c `ksys_msgctl`.
 fn sys_msgctl(id: i32, cmd: i32, arg: Word<'_>) -> SysResult<i32> {
-    // SAFETY: integers, and a word made for `cmd` (module doc, Word).
-    ret(unsafe { libc::syscall(libc::SYS_msgctl, id, cmd, arg.raw) })
-}
-
-/// `struct msgbuf` with room for `len` bytes of text: `long mtype` then
-/// the text, in 8-byte words (so the `long` is aligned).
-fn msgbuf(mtype: i64, len: usize) -> Vec<i64> {
-    let mut b = vec![0i64; 1 + len.div_ceil(8)];
-    b[0] = mtype;
-    b
-}
-
-/// The text part of a [`msgbuf`].
-fn mtext(b: &mut [i64]) -> &mut [u8] {
-    let words = &mut b[1..];
-    // SAFETY: the words are plain integers, initialised, owned by `b` and
-    // borrowed mutably for the slice's life; any byte is a valid u8 and u8
-    // needs no alignment.
-    unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+    // SAFETY: a word made for `cmd` (module doc, Word).
+    unsafe { sysv::msgctl(id, cmd, arg.raw) }
 }
 
 /// `shmctl(shmid, cmd, buf)`: shmctl(2); ipc/shm.c `ksys_shmctl`.
 fn sys_shmctl(id: i32, cmd: i32, arg: Word<'_>) -> SysResult<i32> {
-    // SAFETY: integers, and a word made for `cmd` (module doc, Word).
-    ret(unsafe { libc::syscall(libc::SYS_shmctl, id, cmd, arg.raw) })
+    // SAFETY: a word made for `cmd` (module doc, Word).
+    unsafe { sysv::shmctl(id, cmd, arg.raw) }
 }
 
 impl SysV for Host {
     /// `semget(key, nsems, semflg)`: semget(2); ipc/sem.c `ksys_semget`.
     fn semget(&self, key: i32, nsems: i32, flg: i32) -> SysResult<i32> {
-        // SAFETY: integers only.
-        ret(unsafe { libc::syscall(libc::SYS_semget, key, nsems, flg) })
+        sysv::semget(key, nsems, flg)
     }
 
     /// `semctl(semid, semnum, cmd, arg)`. The one function that looks
@@ -210,19 +187,18 @@ impl SysV for Host {
         sops: &[sembuf],
         timeout: Option<&libc::timespec>,
     ) -> SysResult<i32> {
-        let nsops = sops.len().min(u32::MAX as usize) as libc::c_uint;
-        let ts = timeout.map_or(core::ptr::null(), core::ptr::from_ref);
-        // SAFETY: `sops` is borrowed for the call and holds at least
-        // `nsops` entries of the kernel's `struct sembuf` (6 bytes, pinned
-        // above), which the kernel only reads; `ts` is NULL or a borrowed
-        // `timespec` the kernel only reads (module doc).
-        ret(unsafe { libc::syscall(libc::SYS_semtimedop, id, sops.as_ptr(), nsops, ts) })
+        // SAFETY: ipcns's `sembuf` and libc's are the same `repr(C)`
+        // struct of three 16-bit integers (pinned above): the same bytes,
+        // borrowed for as long as `sops`.
+        let sops = unsafe {
+            core::slice::from_raw_parts(sops.as_ptr().cast::<libc::sembuf>(), sops.len())
+        };
+        sysv::semtimedop(id, sops, timeout)
     }
 
     /// `msgget(key, msgflg)`: msgget(2); ipc/msg.c `ksys_msgget`.
     fn msgget(&self, key: i32, flg: i32) -> SysResult<i32> {
-        // SAFETY: integers only.
-        ret(unsafe { libc::syscall(libc::SYS_msgget, key, flg) })
+        sysv::msgget(key, flg)
     }
 
     /// `msgctl(msqid, cmd, buf)`.
@@ -243,34 +219,27 @@ impl SysV for Host {
     /// `msgsnd(msqid, msgp, msgsz, msgflg)`: msgop(2); ipc/msg.c
     /// `ksys_msgsnd`. The kernel reads `mtype` and `msgsz` bytes after it.
     fn msgsnd(&self, id: i32, mtype: i64, text: &[u8], flg: i32) -> SysResult<i32> {
-        let mut b = msgbuf(mtype, text.len());
-        mtext(&mut b)[..text.len()].copy_from_slice(text);
-        // SAFETY: `b` holds the mtype and at least `text.len()` bytes after
-        // it, all the kernel reads; it lives across the call.
-        ret(unsafe { libc::syscall(libc::SYS_msgsnd, id, b.as_ptr(), text.len(), flg) })
+        let mut b = MsgBuf::new(text.len());
+        b.set_mtype(mtype);
+        b.text_mut()[..text.len()].copy_from_slice(text);
+        sysv::msgsnd(id, &b, text.len(), flg).map(|()| 0)
     }
 
     /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)`: msgop(2); ipc/msg.c
     /// `ksys_msgrcv`. The kernel writes `mtype` and at most `msgsz` bytes
     /// after it (and with MSG_COPY first reads as many).
     fn msgrcv(&self, id: i32, buf: &mut [u8], msgtyp: i64, flg: i32) -> SysResult<(i64, usize)> {
-        let mut b = msgbuf(0, buf.len());
-        // SAFETY: `b` holds an mtype and at least `buf.len()` bytes after
-        // it, all the kernel reads or writes; it lives across the call.
-        let r =
-            unsafe { libc::syscall(libc::SYS_msgrcv, id, b.as_mut_ptr(), buf.len(), msgtyp, flg) };
-        if r < 0 {
-            return Err(Errno::last());
-        }
-        let n = (r as usize).min(buf.len());
-        buf[..n].copy_from_slice(&mtext(&mut b)[..n]);
-        Ok((b[0], n))
+        let mut b = MsgBuf::new(buf.len());
+        let r = sysv::msgrcv(id, &mut b, buf.len(), msgtyp, flg)?;
+        let n = r.min(buf.len());
+        buf[..n].copy_from_slice(&b.text()[..n]);
+        Ok((b.mtype(), n))
     }
 
     /// `shmget(key, size, shmflg)`: shmget(2); ipc/shm.c `ksys_shmget`.
     fn shmget(&self, key: i32, size: u64, flg: i32) -> SysResult<i32> {
-        // SAFETY: integers only.
-        ret(unsafe { libc::syscall(libc::SYS_shmget, key, size, flg) })
+        // size_t: the whole u64 on x86-64 (compile_error above otherwise).
+        sysv::shmget(key, size as usize, flg)
     }
 
     /// `shmctl(shmid, cmd, buf)`. IPC_INFO copies a `shminfo64` (with
@@ -296,13 +265,8 @@ impl SysV for Host {
     /// (SHM_REMAP without an address is EINVAL there), so no memory of the
     /// caller changes.
     fn shmat(&self, id: i32, flg: i32) -> SysResult<usize> {
-        // SAFETY: integers only; a NULL address (see above).
-        let r = unsafe { libc::syscall(libc::SYS_shmat, id, 0usize, flg) };
-        if r == -1 {
-            Err(Errno::last())
-        } else {
-            Ok(r as usize)
-        }
+        // SAFETY: a NULL address (see above): no memory of ours changes.
+        unsafe { sysv::shmat(id, 0, flg) }
     }
 
     /// `shmdt(shmaddr)`: shmop(2); ipc/shm.c `ksys_shmdt`. The kernel
@@ -310,8 +274,9 @@ impl SysV for Host {
     /// (EINVAL when there is none), memory that Rust code reaches only
     /// through addresses, as numbers, that the caller holds.
     fn shmdt(&self, addr: usize) -> SysResult<i32> {
-        // SAFETY: an integer; only a shm attachment can go (see above).
-        ret(unsafe { libc::syscall(libc::SYS_shmdt, addr) })
+        // SAFETY: only a shm attachment can go, which no reference points
+        // into (see above).
+        unsafe { sysv::shmdt(addr) }
     }
 
     fn proc_text(&self, m: Mech) -> SysResult<String> {
@@ -339,7 +304,5 @@ fn io_errno(e: std::io::Error) -> Errno {
 /// `unshare(CLONE_NEWIPC)`: gives the calling (single-threaded) process a
 /// fresh IPC namespace.
 pub fn unshare_ipc() -> SysResult<()> {
-    // SAFETY: a flag-only system call.
-    let r = unsafe { libc::unshare(libc::CLONE_NEWIPC) };
-    if r == 0 { Ok(()) } else { Err(Errno::last()) }
+    sysv::unshare_ipc()
 }

@@ -1,8 +1,8 @@
 //! The raw file calls the /proc emulation makes (`procfs/`): a memfd
 //! filled with a text, reopened with the access mode the caller asked
 //! for, its inode, its offset, and the path a directory descriptor names.
-//! All raw system calls (`next::raw`): none goes through an interposable
-//! symbol, ours included.
+//! All raw system calls (`ipcns_sys::raw`): none goes through an
+//! interposable symbol, ours included. Errors are errno numbers.
 //!
 //! # Safety
 //! Every call passes integers, or pointers to buffers owned by the
@@ -10,44 +10,37 @@
 //! NUL-terminated strings built here.
 #![allow(unsafe_code)]
 
-use crate::next::{raw, result};
-use core::ffi::c_long;
+use ipcns_sys::raw::{syscall1, syscall2, syscall3, syscall4};
+
+/// A raw call's result with its errno as a number.
+fn errno<T>(r: Result<T, ipcns_sys::Errno>) -> Result<T, i32> {
+    r.map_err(ipcns_sys::Errno::raw)
+}
 
 /// A new memfd (close-on-exec) holding `text`, its offset at 0.
 pub fn memfd_with(text: &[u8]) -> Result<i32, i32> {
     let name = c"ipcns-proc";
     // SAFETY: a NUL-terminated name and integer flags.
-    let fd = result(unsafe {
-        raw(
+    let fd = errno(unsafe {
+        syscall2(
             libc::SYS_memfd_create,
-            [
-                name.as_ptr() as c_long,
-                libc::MFD_CLOEXEC as c_long,
-                0,
-                0,
-                0,
-                0,
-            ],
+            name.as_ptr() as usize,
+            libc::MFD_CLOEXEC as usize,
         )
     })? as i32;
     let mut done = 0;
     while done < text.len() {
         let rest = &text[done..];
         // SAFETY: writes `rest.len()` bytes of a live buffer.
-        match result(unsafe {
-            raw(
+        match errno(unsafe {
+            syscall3(
                 libc::SYS_write,
-                [
-                    fd as c_long,
-                    rest.as_ptr() as c_long,
-                    rest.len() as c_long,
-                    0,
-                    0,
-                    0,
-                ],
+                fd as usize,
+                rest.as_ptr() as usize,
+                rest.len(),
             )
         }) {
-            Ok(n) if n > 0 => done += n as usize,
+            Ok(n) if n > 0 => done += n,
             Ok(_) => {
                 close(fd);
                 return Err(libc::EIO);
@@ -59,8 +52,8 @@ pub fn memfd_with(text: &[u8]) -> Result<i32, i32> {
             }
         }
     }
-    // SAFETY: integers only.
-    if let Err(e) = result(unsafe { raw(libc::SYS_lseek, [fd as c_long, 0, 0, 0, 0, 0]) }) {
+    // SAFETY: integers only (SEEK_SET = 0).
+    if let Err(e) = errno(unsafe { syscall3(libc::SYS_lseek, fd as usize, 0, 0) }) {
         close(fd);
         return Err(e);
     }
@@ -72,17 +65,13 @@ pub fn memfd_with(text: &[u8]) -> Result<i32, i32> {
 pub fn reopen(fd: i32, flags: i32) -> Result<i32, i32> {
     let path = format!("/proc/self/fd/{fd}\0");
     // SAFETY: a NUL-terminated path of ours and integer flags.
-    result(unsafe {
-        raw(
+    errno(unsafe {
+        syscall4(
             libc::SYS_openat,
-            [
-                libc::AT_FDCWD as c_long,
-                path.as_ptr() as c_long,
-                flags as c_long,
-                0,
-                0,
-                0,
-            ],
+            libc::AT_FDCWD as usize,
+            path.as_ptr() as usize,
+            flags as usize,
+            0,
         )
     })
     .map(|r| r as i32)
@@ -91,20 +80,14 @@ pub fn reopen(fd: i32, flags: i32) -> Result<i32, i32> {
 /// `close(fd)`, its result ignored.
 pub fn close(fd: i32) {
     // SAFETY: an integer only.
-    let _ = unsafe { raw(libc::SYS_close, [fd as c_long, 0, 0, 0, 0, 0]) };
+    let _ = unsafe { syscall1(libc::SYS_close, fd as usize) };
 }
 
 /// The inode number of the file open on `fd`.
 pub fn ino(fd: i32) -> Option<u64> {
     let mut st = core::mem::MaybeUninit::<libc::stat>::zeroed();
     // SAFETY: fstat writes one `struct stat` into our buffer of that size.
-    result(unsafe {
-        raw(
-            libc::SYS_fstat,
-            [fd as c_long, st.as_mut_ptr() as c_long, 0, 0, 0, 0],
-        )
-    })
-    .ok()?;
+    errno(unsafe { syscall2(libc::SYS_fstat, fd as usize, st.as_mut_ptr() as usize) }).ok()?;
     // SAFETY: zero-initialised, then filled by the kernel.
     Some(unsafe { st.assume_init() }.st_ino)
 }
@@ -114,27 +97,23 @@ pub fn pread(fd: i32, len: usize) -> Result<Vec<u8>, i32> {
     let mut buf = vec![0u8; len];
     // SAFETY: the kernel writes at most `len` bytes into our buffer of
     // that length.
-    let n = result(unsafe {
-        raw(
+    let n = errno(unsafe {
+        syscall4(
             libc::SYS_pread64,
-            [
-                fd as c_long,
-                buf.as_mut_ptr() as c_long,
-                len as c_long,
-                0,
-                0,
-                0,
-            ],
+            fd as usize,
+            buf.as_mut_ptr() as usize,
+            len,
+            0,
         )
     })?;
-    buf.truncate(n as usize);
+    buf.truncate(n);
     Ok(buf)
 }
 
 /// `fd`'s file offset.
 pub fn offset(fd: i32) -> Result<i64, i32> {
     // SAFETY: integers only (SEEK_CUR = 1).
-    result(unsafe { raw(libc::SYS_lseek, [fd as c_long, 0, 1, 0, 0, 0]) })
+    errno(unsafe { syscall3(libc::SYS_lseek, fd as usize, 0, 1) }).map(|o| o as i64)
 }
 
 /// The path a directory descriptor names (`AT_FDCWD`: the working
@@ -143,33 +122,24 @@ pub fn dir_path(dirfd: i32) -> Option<Vec<u8>> {
     let mut buf = [0u8; 256];
     let n = if dirfd == libc::AT_FDCWD {
         // SAFETY: getcwd writes at most `buf.len()` bytes into our buffer.
-        let n = result(unsafe {
-            raw(
-                libc::SYS_getcwd,
-                [buf.as_mut_ptr() as c_long, buf.len() as c_long, 0, 0, 0, 0],
-            )
-        })
-        .ok()? as usize;
+        let n = errno(unsafe { syscall2(libc::SYS_getcwd, buf.as_mut_ptr() as usize, buf.len()) })
+            .ok()?;
         // getcwd's length counts the NUL.
         n.saturating_sub(1)
     } else {
         let link = format!("/proc/self/fd/{dirfd}\0");
         // SAFETY: a NUL-terminated path of ours; readlink writes at most
         // `buf.len()` bytes into our buffer.
-        result(unsafe {
-            raw(
+        errno(unsafe {
+            syscall4(
                 libc::SYS_readlinkat,
-                [
-                    libc::AT_FDCWD as c_long,
-                    link.as_ptr() as c_long,
-                    buf.as_mut_ptr() as c_long,
-                    buf.len() as c_long,
-                    0,
-                    0,
-                ],
+                libc::AT_FDCWD as usize,
+                link.as_ptr() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
             )
         })
-        .ok()? as usize
+        .ok()?
     };
     (n < buf.len()).then(|| buf[..n].to_vec())
 }

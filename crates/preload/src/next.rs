@@ -10,8 +10,8 @@
 //! exported `syscall` (ffi.rs).
 //!
 //! # Safety
-//! [`raw`] has the core's `sys::raw` execute the `syscall` (x86-64) or
-//! `svc 0` (aarch64) instruction, with the registers the Linux system call
+//! [`raw`] has the system-call layer (`ipcns_sys::raw`) execute the
+//! `syscall` (x86-64) or `svc 0` (aarch64) instruction, with the registers the Linux system call
 //! ABI names and every register the kernel clobbers declared; what the kernel does with
 //! the arguments is the caller's contract (pointers it names must be
 //! valid for what that system call does with them). [`Next`] keeps the
@@ -22,6 +22,7 @@
 
 use core::ffi::{c_char, c_int, c_long, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
+use ipcns_sys::signal;
 
 /// `syscall(n, a...)` as the kernel sees it: the raw return value
 /// (-errno on failure).
@@ -32,9 +33,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 /// on another stack (clone, fork, vfork).
 #[inline]
 pub unsafe fn raw(n: c_long, a: [c_long; 6]) -> c_long {
-    // SAFETY: the caller's contract, passed on (the core's `sys::raw`
-    // issues the instruction).
-    unsafe { ipcns_core::sys::raw::raw(n, a) }
+    // SAFETY: the caller's contract, passed on (`ipcns_sys::raw` issues
+    // the instruction).
+    unsafe { ipcns_sys::raw::raw(n, a) }
 }
 
 /// A raw system call's result as `Result`: the value, or the errno.
@@ -411,20 +412,7 @@ pub fn call_signal(next: &Next, sig: c_int, handler: usize) -> usize {
 pub fn block_signals() -> u64 {
     let all: u64 = !((1 << 31) | (1 << 32));
     let mut old: u64 = 0;
-    // SAFETY: the kernel reads 8 bytes of ours and writes 8 into ours.
-    let _ = unsafe {
-        raw(
-            libc::SYS_rt_sigprocmask,
-            [
-                libc::SIG_BLOCK as c_long,
-                &all as *const u64 as c_long,
-                &mut old as *mut u64 as c_long,
-                8,
-                0,
-                0,
-            ],
-        )
-    };
+    let _ = signal::sigprocmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
     old
 }
 
@@ -432,24 +420,10 @@ pub fn block_signals() -> u64 {
 /// 64 as bits 0 to 63): the mask it replaced, None if the kernel refused.
 pub fn change_signal_mask(how: c_int, set: u64) -> Option<u64> {
     let mut old: u64 = 0;
-    // SAFETY: the kernel reads 8 bytes of ours and writes 8 into ours.
-    let r = unsafe {
-        raw(
-            libc::SYS_rt_sigprocmask,
-            [
-                how as c_long,
-                &set as *const u64 as c_long,
-                &mut old as *mut u64 as c_long,
-                8,
-                0,
-                0,
-            ],
-        )
-    };
-    match result(r) {
-        Ok(_) => Some(old),
+    match signal::sigprocmask(how, Some(&set), Some(&mut old)) {
+        Ok(()) => Some(old),
         Err(e) => {
-            set_errno(e);
+            set_errno(e.raw());
             None
         }
     }
@@ -458,18 +432,5 @@ pub fn change_signal_mask(how: c_int, set: u64) -> Option<u64> {
 /// Sets the calling thread's signal mask back to `mask` (from
 /// [`block_signals`]).
 pub fn set_signal_mask(mask: u64) {
-    // SAFETY: the kernel reads 8 bytes of ours.
-    let _ = unsafe {
-        raw(
-            libc::SYS_rt_sigprocmask,
-            [
-                libc::SIG_SETMASK as c_long,
-                &mask as *const u64 as c_long,
-                0,
-                8,
-                0,
-                0,
-            ],
-        )
-    };
+    let _ = signal::sigprocmask(libc::SIG_SETMASK, Some(&mask), None);
 }

@@ -44,7 +44,7 @@ use core::ffi::c_int;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 use ipcns_core::Errno;
-use ipcns_core::sys::process;
+use ipcns_sys::process;
 
 use crate::next;
 

@@ -32,9 +32,9 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
         Some(d) => d,
         None => namespace::dir().map_err(|_| libc::ENOMEM)?,
     };
-    let pid = ipcns_core::sys::process::getpid();
+    let pid = ipcns_sys::process::getpid();
     let mut r = [0u8; 4];
-    let _ = ipcns_core::sys::process::getrandom(&mut r, 0);
+    let _ = ipcns_sys::process::getrandom(&mut r, 0);
     let name = format!("unshare-{pid}-{:08x}", u32::from_ne_bytes(r));
     let path = dir.join(format!("ipcns.{name}"));
     // ipc/namespace.c create_ipc_ns: ENOMEM when it cannot be made.

@@ -2,18 +2,20 @@
 //! blocking and awaiting signals, reaping children, sending signals, and
 //! preparing the program between fork and exec.
 //!
+//! The system calls are the system-call layer's (`ipcns_sys`), with its
+//! errno numbers turned into `io::Error`s; signal sets are the kernel's
+//! (64 bits, signal N as bit N - 1).
+//!
 //! # Safety
-//! Every call here takes integers, or pointers to locals of the type the
-//! call expects (a `sigset_t` built with `sigemptyset`/`sigaddset`, a
-//! `siginfo_t` the kernel fills, an `int` status), valid for the call. The
-//! `pre_exec` hook runs in the forked child before exec and makes only
-//! async-signal-safe system calls (`fcntl`, `prctl`) on values built
+//! `siginfo_t` is zeroed before the kernel fills it. The `pre_exec` hook
+//! runs in the forked child before exec and makes only async-signal-safe
+//! system calls (`rt_sigprocmask`, `fcntl`, `prctl`) on values built
 //! before the fork; it allocates nothing and takes no lock.
 #![allow(unsafe_code)]
 
 use super::seccomp::{self, Filter};
+use ipcns_sys::{Errno, Fd, process, signal};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -22,69 +24,57 @@ use std::process::Command;
 /// reparented to this process instead of init (prctl(2)), so that it
 /// learns of their death and can clean up after them.
 pub fn become_subreaper() -> io::Result<()> {
-    // SAFETY: integers only.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(process::set_child_subreaper(true)?)
 }
 
 /// A set of signals.
-pub struct SigSet(libc::sigset_t);
+pub struct SigSet(u64);
 
 impl SigSet {
+    /// EINVAL for a number that is no signal, or one of the C library's
+    /// two internal ones (32, 33), as glibc's `sigaddset` refuses them.
     pub fn of(signals: &[i32]) -> io::Result<SigSet> {
-        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
-        // SAFETY: sigemptyset initialises the set it is given.
-        if unsafe { libc::sigemptyset(set.as_mut_ptr()) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: initialised by sigemptyset just above.
-        let mut set = unsafe { set.assume_init() };
+        let mut set = 0;
         for &s in signals {
-            // SAFETY: `set` is an initialised sigset_t; a bad number is EINVAL.
-            if unsafe { libc::sigaddset(&mut set, s) } != 0 {
-                return Err(io::Error::last_os_error());
+            if signal::bit(s) == 0 || s == 32 || s == 33 {
+                return Err(Errno::EINVAL.into());
             }
+            set |= signal::bit(s);
         }
         Ok(SigSet(set))
     }
 
-    /// `pthread_sigmask(SIG_BLOCK, self)`: the signals stay pending until
-    /// [`SigSet::wait`] takes them. Threads started afterwards inherit the
-    /// mask, so none of them takes these signals either.
+    /// `rt_sigprocmask(SIG_BLOCK, self)` (what `pthread_sigmask` makes):
+    /// the signals stay pending until [`SigSet::wait`] takes them. Threads
+    /// started afterwards inherit the mask, so none of them takes these
+    /// signals either.
     pub fn block(&self) -> io::Result<()> {
-        // SAFETY: `self.0` is an initialised set; no old mask is asked for.
-        let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &self.0, std::ptr::null_mut()) };
-        if r != 0 {
-            return Err(io::Error::from_raw_os_error(r));
-        }
-        Ok(())
+        Ok(signal::sigprocmask(libc::SIG_BLOCK, Some(&self.0), None)?)
     }
 
-    /// `sigwaitinfo(self)`: the next pending signal of the set, with how it
-    /// was sent (`si_code`). `Ok(None)` on EINTR (a stop and continue, a signal outside
-    /// the set).
+    /// `sigwaitinfo(self)` (`rt_sigtimedwait` without a timeout): the next
+    /// pending signal of the set, with how it was sent (`si_code`, SI_TKILL
+    /// folded into SI_USER as the C library's does). `Ok(None)` on EINTR
+    /// (a stop and continue, a signal outside the set).
     pub fn wait(&self) -> io::Result<Option<Arrived>> {
-        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: `self.0` is initialised, `info` is writable siginfo_t.
-        let sig = unsafe { libc::sigwaitinfo(&self.0, info.as_mut_ptr()) };
-        if sig < 0 {
-            let e = io::Error::last_os_error();
+        // SAFETY: siginfo_t is plain data: all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { core::mem::zeroed() };
+        match signal::sigtimedwait(&self.0, &mut info, None) {
+            Ok(sig) => Ok(Some(Arrived {
+                signal: sig,
+                // glibc's sigtimedwait: "The kernel generates a SI_TKILL
+                // code in si_code in case tkill is used ... we fold the
+                // results here."
+                code: match info.si_code {
+                    libc::SI_TKILL => libc::SI_USER,
+                    c => c,
+                },
+            })),
             // sigwaitinfo(2): "EINTR: The wait was interrupted by a signal
             // handler" or, on Linux, by a stop and continue.
-            return match e.raw_os_error() {
-                Some(libc::EINTR) => Ok(None),
-                _ => Err(e),
-            };
+            Err(Errno::EINTR) => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        // SAFETY: sigwaitinfo succeeded, so it filled `info` (and it was
-        // zeroed before in any case).
-        let info = unsafe { info.assume_init() };
-        Ok(Some(Arrived {
-            signal: sig,
-            code: info.si_code,
-        }))
     }
 }
 
@@ -111,49 +101,35 @@ pub enum Reaped {
 /// `waitpid(-1, &status, WNOHANG)`: one ended child, if any.
 pub fn reap() -> io::Result<Reaped> {
     loop {
-        let mut status = 0;
-        // SAFETY: `status` is a local int the kernel writes.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        return match pid {
-            0 => Ok(Reaped::Running),
-            p if p > 0 => Ok(Reaped::Child(p, status)),
-            _ => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    // waitpid(2): "EINTR: WNOHANG was not set and an
-                    // unblocked signal or a SIGCHLD was caught" (never
-                    // here, but harmless to retry).
-                    Some(libc::EINTR) => continue,
-                    // waitpid(2): "ECHILD: ... does not have any unwaited-for
-                    // children".
-                    Some(libc::ECHILD) => Ok(Reaped::None),
-                    _ => Err(e),
-                }
-            }
+        return match process::wait4(-1, libc::WNOHANG) {
+            Ok((0, _)) => Ok(Reaped::Running),
+            Ok((p, status)) => Ok(Reaped::Child(p, status)),
+            // waitpid(2): "EINTR: WNOHANG was not set and an unblocked
+            // signal or a SIGCHLD was caught" (never here, but harmless
+            // to retry).
+            Err(Errno::EINTR) => continue,
+            // waitpid(2): "ECHILD: ... does not have any unwaited-for
+            // children".
+            Err(e) if e.raw() == libc::ECHILD => Ok(Reaped::None),
+            Err(e) => Err(e.into()),
         };
     }
 }
 
 /// `kill(pid, sig)`; a process already gone (ESRCH) is no error.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
-    // SAFETY: integers only.
-    if unsafe { libc::kill(pid, sig) } != 0 {
-        let e = io::Error::last_os_error();
+    match process::kill(pid, sig) {
         // kill(2): "ESRCH: The target process or process group does not
         // exist" (it ended; its SIGCHLD is on its way).
-        if e.raw_os_error() != Some(libc::ESRCH) {
-            return Err(e);
-        }
+        Ok(()) | Err(Errno::ESRCH) => Ok(()),
+        Err(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// Whether process `pid` is in the caller's process group (`getpgid`,
-/// `getpgrp`); false if it is gone.
+/// `getpgrp`, which is `getpgid(0)`); false if it is gone.
 pub fn in_own_group(pid: i32) -> bool {
-    // SAFETY: integers only; getpgrp cannot fail.
-    let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgrp()) };
-    theirs >= 0 && theirs == ours
+    matches!((process::getpgid(pid), process::getpgid(0)), (Ok(theirs), Ok(ours)) if theirs == ours)
 }
 
 /// Prepares `cmd`'s child, between fork and exec: its signal mask emptied
@@ -164,15 +140,10 @@ pub fn in_own_group(pid: i32) -> bool {
 pub fn prepare(cmd: &mut Command, fd: RawFd, filter: Option<Filter>) -> io::Result<()> {
     let empty = SigSet::of(&[])?;
     let hook = move || {
-        // SAFETY: `empty.0` is an initialised set; no old mask is asked for.
-        let r = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &empty.0, std::ptr::null_mut()) };
-        if r != 0 {
-            return Err(io::Error::from_raw_os_error(r));
-        }
-        // SAFETY: fcntl on an integer descriptor, async-signal-safe.
-        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        signal::sigprocmask(libc::SIG_SETMASK, Some(&empty.0), None)?;
+        // The descriptor is the parent's (the child's copy is closed by
+        // exec or kept by it, never here).
+        Fd::with_raw(fd, |f| f.set_cloexec(false))?;
         if let Some(f) = &filter {
             seccomp::install(f)?;
         }

@@ -58,12 +58,17 @@
 pub mod gate;
 #[cfg(not(loom))]
 mod os;
+/// The clocks (the system-call layer's): deadlines and sleepers'
+/// heartbeats in CLOCK_MONOTONIC ns, IPC objects' stamps in coarse wall
+/// seconds.
+#[cfg(not(loom))]
+pub use crate::sys::time::{monotonic_ns, real_seconds};
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, forget_arena, fork_generation, futex_wait,
-    futex_wake_all, holder_of, identity_alive, identity_of, monotonic_ns, my_identity, note_arena,
-    own_start, parent_pid, process_alive, process_start, random_u64, real_seconds, thread_answers,
-    thread_children, thread_count,
+    futex_wake_all, holder_of, identity_alive, identity_of, my_identity, note_arena, own_start,
+    parent_pid, process_alive, process_start, random_u64, thread_answers, thread_children,
+    thread_count,
 };
 
 #[cfg(all(test, loom))]

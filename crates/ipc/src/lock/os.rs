@@ -12,6 +12,9 @@ use super::{Liveness, Lock, Os, TID_MASK};
 use crate::errno::Errno;
 use crate::sync::AtomicU64;
 use crate::sys;
+/// The clock of deadlines and heartbeats (the system-call layer's; the
+/// gate reaches it here).
+pub use crate::sys::time::monotonic_ns;
 use core::cell::Cell;
 use std::sync::OnceLock;
 
@@ -793,21 +796,6 @@ pub fn random_u64() -> Option<u64> {
 /// `getppid()`.
 pub fn parent_pid() -> i32 {
     sys::process::getppid()
-}
-
-use sys::time::clock_ns;
-
-/// `ktime_get_real_seconds()`: the coarse wall clock, in seconds (what
-/// Linux stamps IPC objects with: the timekeeper's last tick, no read of
-/// the hardware clock).
-pub fn real_seconds() -> i64 {
-    (clock_ns(libc::CLOCK_REALTIME_COARSE) / 1_000_000_000) as i64
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the same in every process (deadlines,
-/// sleepers' heartbeats).
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// Whether thread `tid` of process `tgid` exists: `tgkill(tgid, tid, 0)`

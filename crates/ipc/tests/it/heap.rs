@@ -453,11 +453,15 @@ fn heap_without_rseq_uses_the_lock() {
                 len: prog.len() as u16,
                 filter: prog.as_ptr() as *mut _,
             };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0
-            {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            ipcns_sys::raw::syscall3(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER as usize,
+                0,
+                &raw const fprog as usize,
+            )?;
             Ok(())
         });
     }

@@ -163,27 +163,18 @@ trait Side {
 
 struct Kernel;
 
-fn ret(r: libc::c_long) -> SysResult<usize> {
-    if r == -1 {
-        Err(Errno::last())
-    } else {
-        Ok(r as usize)
-    }
-}
-
 impl Side for Kernel {
     fn get(&self, key: i32, size: u64, flg: i32) -> SysResult<i32> {
-        // SAFETY: integers only.
-        ret(unsafe { libc::syscall(libc::SYS_shmget, key, size, flg) }).map(|r| r as i32)
+        ipcns_sys::sysv::shmget(key, size as usize, flg)
     }
     fn at(&self, id: i32, addr: usize, flg: i32) -> SysResult<usize> {
         // SAFETY: the sequence asks for addresses where nothing of ours is
         // mapped (or that the kernel refuses), never with SHM_REMAP.
-        ret(unsafe { libc::syscall(libc::SYS_shmat, id, addr, flg) })
+        unsafe { ipcns_sys::sysv::shmat(id, addr, flg) }
     }
     fn dt(&self, addr: usize) -> SysResult<i32> {
         // SAFETY: only an attachment of the sequence's can go.
-        ret(unsafe { libc::syscall(libc::SYS_shmdt, addr) }).map(|r| r as i32)
+        unsafe { ipcns_sys::sysv::shmdt(addr) }
     }
     fn ctl(&self, id: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
         use ipcns_oracle::SysV;

@@ -12,7 +12,7 @@
 //!
 //! # Safety
 //! The stack pointer is read from its register (the thread pointer comes
-//! from the core's `sys::process::thread_pointer`). `pthread_getattr_np` and
+//! from `ipcns_sys::process::thread_pointer`). `pthread_getattr_np` and
 //! `pthread_attr_getstack` fill locals of ours. The pages from a thread's
 //! stack pointer to the top of its stack are in use by its live frames,
 //! so they are mapped read-write for as long as the call that checked
@@ -104,7 +104,7 @@ fn index(tp: usize) -> usize {
 /// The calling thread's stack `[lo, hi)`, if known (found once).
 #[inline(always)]
 pub(super) fn stack() -> Option<(usize, usize)> {
-    let tp = ipcns_core::sys::process::thread_pointer();
+    let tp = ipcns_sys::process::thread_pointer();
     let b = match MAIN.read(tp) {
         Some(b) => b,
         None => match STACKS[index(tp)].0.read(tp) {

@@ -4,8 +4,7 @@
 //! entry point of a re-executed server.
 //!
 //! # Safety
-//! `PidFd::open` owns the descriptor `pidfd_open` returns; `ended` polls
-//! it, `readable` a descriptor of the caller's. `keep_across_exec` clears
+//! `PidFd::ended` polls the descriptor `pidfd_open` returned (owned since), `readable` a descriptor of the caller's. `keep_across_exec` clears
 //! FD_CLOEXEC on a descriptor the caller owns. `datagram_from_fd` takes
 //! ownership of a descriptor a re-executed server inherited and that
 //! nothing else in its image owns (the spec in its environment names it).
@@ -28,13 +27,7 @@ pub struct PidFd(OwnedFd);
 impl PidFd {
     /// `pidfd_open(pid, 0)`.
     pub fn open(pid: i32) -> std::io::Result<PidFd> {
-        // SAFETY: integers only.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor, ours alone.
-        Ok(PidFd(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
+        Ok(PidFd(ipcns_sys::process::pidfd_open(pid, 0)?.into()))
     }
 
     /// Whether the process has ended (its exit handling, `exit_sem` and

@@ -1,11 +1,12 @@
-//! What a raw system call costs beside libc's way of making the same call:
-//! why `crate::sys` keeps libc's `clock_gettime` (the vDSO: no kernel
-//! entry) and makes everything else raw (a kernel entry either way).
+//! What a raw system call costs beside libc's way of making the same call
+//! (`libc::syscall` included: measuring it is the point): why `ipcns_sys`
+//! keeps libc's `clock_gettime` (the vDSO: no kernel entry) and makes
+//! everything else raw (a kernel entry either way).
 //!
-//! `cargo run --release -p ipcns --example syscall_cost`: ns per call,
+//! `cargo run --release -p ipcns-sys --example syscall_cost`: ns per call,
 //! medians of 7 rounds of 1,000,000 calls (200,000 for real system calls).
 
-use ipcns::sys;
+use ipcns_sys as sys;
 use std::hint::black_box;
 use std::time::Instant;
 

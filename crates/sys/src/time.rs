@@ -1,16 +1,19 @@
-//! Clocks.
+//! Clocks: ipcns's two ([`monotonic_ns`] for deadlines and sleepers'
+//! heartbeats, [`real_seconds`] for the stamps of IPC objects), and a
+//! sleep.
 //!
 //! `clock_gettime` is the one libc function the core keeps: glibc answers
 //! it from the vDSO (a few loads, no system call), and every semop,
 //! msgsnd and msgrcv stamps a time, so it is on the hot path; the raw
 //! system call costs a kernel entry each time (`cargo run --release -p
-//! ipcns --example syscall_cost` prints both). No preload intercepts it
+//! ipcns-sys --example syscall_cost` prints both). No preload intercepts it
 //! in practice (fakeroot does not), and it touches no file or credential.
 //! [`clock_ns_raw`] is the system call, for that comparison.
 //!
 //! # Safety
 //! `clock_gettime` writes one timespec into a local; `nanosleep` reads
 //! one of ours.
+#![allow(unsafe_code)]
 
 use super::raw::syscall2;
 
@@ -36,6 +39,19 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     ns(&ts)
 }
 
+/// `ktime_get_real_seconds()`: the coarse wall clock, in seconds (what
+/// Linux stamps IPC objects with: the timekeeper's last tick, no read of
+/// the hardware clock).
+pub fn real_seconds() -> i64 {
+    (clock_ns(libc::CLOCK_REALTIME_COARSE) / 1_000_000_000) as i64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same in every process (deadlines,
+/// sleepers' heartbeats).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
 /// `nanosleep` for `ns` nanoseconds (an interrupted sleep ends early).
 pub fn sleep_ns(ns: u64) {
     let ts = libc::timespec {
@@ -43,7 +59,13 @@ pub fn sleep_ns(ns: u64) {
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: reads one timespec of ours; no remainder asked for.
-    let _ = unsafe { syscall2(libc::SYS_nanosleep, &ts as *const libc::timespec as usize, 0) };
+    let _ = unsafe {
+        syscall2(
+            libc::SYS_nanosleep,
+            &ts as *const libc::timespec as usize,
+            0,
+        )
+    };
 }
 
 /// [`clock_ns`] through the system call itself.
@@ -79,5 +101,17 @@ mod tests {
             assert!(a <= b + 20_000_000 && b <= a2 + 20_000_000, "{a} {b} {a2}");
             assert!(a > 0);
         }
+    }
+
+    #[test]
+    fn the_two_clocks() {
+        let (a, b) = (monotonic_ns(), monotonic_ns());
+        assert!(0 < a && a <= b);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // The coarse clock lags by at most a tick.
+        assert!((now - real_seconds()).abs() <= 1, "{now}");
     }
 }

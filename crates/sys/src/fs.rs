@@ -5,6 +5,7 @@
 //! # Safety
 //! Each call passes NUL-terminated paths that live for the call, and
 //! buffers we own with their true lengths.
+#![allow(unsafe_code)]
 
 use super::fd::Fd;
 use super::raw::{syscall2, syscall3, syscall4, syscall5};
@@ -272,6 +273,13 @@ mod tests {
         // SAFETY: F_GETFD on our own descriptor reads its flags.
         let fl = unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) };
         assert_eq!(fl & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+        fd.set_cloexec(false).expect("F_SETFD");
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) }, 0);
+        fd.set_cloexec(true).expect("F_SETFD");
+        // SAFETY: as above.
+        let fl = unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) };
+        assert_eq!(fl, libc::FD_CLOEXEC);
         fd.chmod(0o640).expect("fchmod");
         fd.set_len(10_000).expect("ftruncate");
         fd.fallocate(libc::FALLOC_FL_KEEP_SIZE, 0, 8192)
@@ -302,7 +310,10 @@ mod tests {
         assert_eq!(dir_names(&d), Ok(vec![]));
         rmdir(&d).expect("rmdir");
         assert_eq!(lstat(&d), Err(Errno::ENOENT));
-        assert_eq!(open(Path::new("a\0b"), libc::O_RDONLY, 0).err(), Some(Errno::EINVAL));
+        assert_eq!(
+            open(Path::new("a\0b"), libc::O_RDONLY, 0).err(),
+            Some(Errno::EINVAL)
+        );
     }
 
     #[test]
@@ -310,7 +321,9 @@ mod tests {
         let d = tmp("many");
         mkdir(&d, 0o700).unwrap();
         // More names than one getdents64 buffer holds.
-        let want: Vec<String> = (0..600).map(|i| format!("entry-with-a-longish-name-{i:04}")).collect();
+        let want: Vec<String> = (0..600)
+            .map(|i| format!("entry-with-a-longish-name-{i:04}"))
+            .collect();
         for n in &want {
             std::fs::write(d.join(n), b"").unwrap();
         }
@@ -327,6 +340,10 @@ mod tests {
         assert_eq!(read(&big), Ok(text));
         std::fs::remove_dir_all(&d).unwrap();
         // /proc files report size 0 and are read whole.
-        assert!(read_to_string(Path::new("/proc/self/status")).unwrap().contains("\nUid:"));
+        assert!(
+            read_to_string(Path::new("/proc/self/status"))
+                .unwrap()
+                .contains("\nUid:")
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! # Safety
 //! Each call passes a NUL-terminated path (or "" with `AT_EMPTY_PATH`) and
 //! a pointer to a buffer of the structure's exact size, which we own.
+#![allow(unsafe_code)]
 
 use super::raw::syscall4;
 use super::raw::syscall5;
@@ -207,7 +208,10 @@ mod tests {
                 assert_eq!(fstatat(libc::AT_FDCWD, p, flags), Ok(s), "{p:?}");
             }
         }
-        assert_eq!(statx_path(c"/proc/self", false).map(|s| s.kind()), Ok("a symbolic link"));
+        assert_eq!(
+            statx_path(c"/proc/self", false).map(|s| s.kind()),
+            Ok("a symbolic link")
+        );
         assert_eq!(statx_path(c"/nonexistent/x", true), Err(Errno::ENOENT));
     }
 }

@@ -7,6 +7,7 @@
 //! # Safety
 //! Each call writes into locals or a buffer we own, of the size the call
 //! is told.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall0, syscall2, syscall3, syscall4};
 use crate::errno::Errno;
@@ -83,15 +84,7 @@ pub fn soft_limit(res: usize) -> Result<u64, Errno> {
     // struct rlimit64 { rlim_cur, rlim_max }.
     let mut old = [0u64; 2];
     // SAFETY: no new limit; the old one into two u64 we own.
-    unsafe {
-        syscall4(
-            libc::SYS_prlimit64,
-            0,
-            res,
-            0,
-            old.as_mut_ptr() as usize,
-        )
-    }?;
+    unsafe { syscall4(libc::SYS_prlimit64, 0, res, 0, old.as_mut_ptr() as usize) }?;
     Ok(old[0])
 }
 

@@ -5,6 +5,7 @@
 //! Every call passes the descriptor this `Fd` owns (open until its drop)
 //! and buffers borrowed from the caller for the duration of the call, with
 //! their true lengths.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall1, syscall2, syscall3, syscall4};
 use super::stat::{Stat, statx_fd};
@@ -114,6 +115,22 @@ impl Fd {
         Ok(n)
     }
 
+    /// `fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0)`: whether the descriptor
+    /// is closed at exec (its only flag).
+    pub fn set_cloexec(&self, on: bool) -> Result<(), Errno> {
+        let flags = if on { libc::FD_CLOEXEC } else { 0 };
+        // SAFETY: fcntl takes integers only here.
+        unsafe {
+            syscall3(
+                libc::SYS_fcntl,
+                self.0 as usize,
+                libc::F_SETFD as usize,
+                flags as usize,
+            )
+        }
+        .map(drop)
+    }
+
     /// `fstat(fd)` (statx with `AT_EMPTY_PATH`).
     pub fn stat(&self) -> Result<Stat, Errno> {
         statx_fd(self.0)
@@ -126,13 +143,7 @@ impl Fd {
         let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: a pointer to a buffer of the structure's exact size,
         // which we own, for the call.
-        unsafe {
-            syscall2(
-                libc::SYS_fstatfs,
-                self.0 as usize,
-                (&raw mut buf) as usize,
-            )
-        }?;
+        unsafe { syscall2(libc::SYS_fstatfs, self.0 as usize, (&raw mut buf) as usize) }?;
         Ok((buf.f_type as u64, buf.f_bsize as u64))
     }
 

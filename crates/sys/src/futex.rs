@@ -5,6 +5,7 @@
 //! # Safety
 //! Each call passes the address of 4 aligned bytes of an atomic the caller
 //! borrows for the duration of the call, and a timespec we own.
+#![allow(unsafe_code)]
 
 use super::raw::{syscall3, syscall4};
 use crate::errno::Errno;
@@ -26,7 +27,11 @@ impl Word for AtomicU32 {
 impl Word for AtomicU64 {
     fn futex_addr(&self) -> usize {
         let at = self.as_ptr() as usize;
-        if cfg!(target_endian = "little") { at } else { at + 4 }
+        if cfg!(target_endian = "little") {
+            at
+        } else {
+            at + 4
+        }
     }
 }
 

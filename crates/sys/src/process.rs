@@ -1,10 +1,14 @@
-//! Process and thread ids, signals for liveness, randomness, yielding.
+//! Process and thread ids, signals for liveness, randomness, yielding;
+//! children (reaping, the subreaper role, pidfds) and process groups.
 //!
 //! # Safety
 //! These calls take numbers only, except `getrandom`, which is given a
-//! buffer we own with its true length.
+//! buffer we own with its true length, `wait4`, a status word of ours,
+//! and `tid_address`, a word of ours.
+#![allow(unsafe_code)]
 
-use super::raw::{syscall0, syscall2, syscall3};
+use super::fd::Fd;
+use super::raw::{syscall0, syscall1, syscall2, syscall3, syscall4, syscall5};
 use crate::errno::Errno;
 
 /// `getpid()`: the thread group id.
@@ -35,6 +39,56 @@ pub fn kill(pid: i32, sig: i32) -> Result<(), Errno> {
 pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> Result<(), Errno> {
     // SAFETY: numbers only.
     unsafe { syscall3(libc::SYS_tgkill, tgid as usize, tid as usize, sig as usize) }.map(drop)
+}
+
+/// `getpgid(pid)`: the process group of process `pid` (0: the caller's,
+/// which is `getpgrp()`).
+pub fn getpgid(pid: i32) -> Result<i32, Errno> {
+    // SAFETY: a number only.
+    unsafe { syscall1(libc::SYS_getpgid, pid as usize) }.map(|g| g as i32)
+}
+
+/// `wait4(pid, &status, options, NULL)` (`waitpid`): wait(2). The child
+/// that changed state and its wait status; `(0, 0)` with WNOHANG when
+/// children remain and none has.
+pub fn wait4(pid: i32, options: i32) -> Result<(i32, i32), Errno> {
+    let mut status: i32 = 0;
+    // SAFETY: the kernel writes one int into `status`; no rusage.
+    let r = unsafe {
+        syscall4(
+            libc::SYS_wait4,
+            pid as usize,
+            core::ptr::from_mut(&mut status) as usize,
+            options as usize,
+            0,
+        )
+    }?;
+    Ok((r as i32, status))
+}
+
+/// `prctl(PR_SET_CHILD_SUBREAPER, on)`: prctl(2). Orphaned descendants
+/// are reparented to this process instead of init while `on`.
+pub fn set_child_subreaper(on: bool) -> Result<(), Errno> {
+    // SAFETY: numbers only.
+    unsafe {
+        syscall5(
+            libc::SYS_prctl,
+            libc::PR_SET_CHILD_SUBREAPER as usize,
+            usize::from(on),
+            0,
+            0,
+            0,
+        )
+    }
+    .map(drop)
+}
+
+/// `pidfd_open(pid, flags)`: pidfd_open(2) (Linux 5.3). A descriptor
+/// (close-on-exec) that names process `pid` and becomes readable when it
+/// ends.
+pub fn pidfd_open(pid: i32, flags: u32) -> Result<Fd, Errno> {
+    // SAFETY: numbers only.
+    unsafe { syscall2(libc::SYS_pidfd_open, pid as usize, flags as usize) }.map(Fd::own)
 }
 
 /// `getrandom(buf, len, flags)`: the bytes written.
@@ -125,5 +179,25 @@ mod tests {
         let mut b = [0u8; 16];
         assert_eq!(getrandom(&mut b, libc::GRND_NONBLOCK), Ok(16));
         sched_yield();
+        // SAFETY: takes nothing and cannot fail.
+        assert_eq!(getpgid(0), Ok(unsafe { libc::getpgrp() }));
+        assert_eq!(getpgid(-1), Err(Errno::ESRCH));
+    }
+
+    #[test]
+    fn children() {
+        assert_eq!(set_child_subreaper(false), Ok(()));
+        // Reaped below by wait4, not by std.
+        #[allow(clippy::zombie_processes)]
+        let pid = std::process::Command::new("true")
+            .spawn()
+            .expect("true")
+            .id() as i32;
+        let fd = pidfd_open(pid, 0).expect("pidfd_open");
+        // SAFETY: F_GETFD on our own descriptor reads its flags.
+        let fl = unsafe { libc::fcntl(fd.raw(), libc::F_GETFD) };
+        assert_eq!(fl & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+        assert_eq!(wait4(pid, 0), Ok((pid, 0)));
+        assert_eq!(wait4(pid, libc::WNOHANG), Err(Errno(libc::ECHILD)));
     }
 }

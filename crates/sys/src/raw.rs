@@ -17,6 +17,7 @@
 //! Each function is as safe as the system call it makes: the caller passes
 //! a valid number and arguments that are valid for it (pointers to memory
 //! of the size and mutability the call expects, live for the call).
+#![allow(unsafe_code)]
 
 use crate::errno::Errno;
 

@@ -4,6 +4,7 @@
 //! Mapping at a kernel-chosen address affects no existing memory; at a
 //! fixed address, and unmapping, it may: those are the caller's to vouch
 //! for, hence `unsafe fn`.
+#![allow(unsafe_code)]
 
 use super::fd::Fd;
 use crate::errno::Errno;
@@ -13,7 +14,13 @@ use crate::errno::Errno;
 /// # Safety
 /// With `MAP_FIXED`, whatever was mapped at `[addr, addr + len)` is
 /// replaced: the caller must own that range and hold no reference into it.
-pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: &Fd) -> Result<usize, Errno> {
+pub unsafe fn mmap(
+    addr: usize,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: &Fd,
+) -> Result<usize, Errno> {
     // SAFETY: as the caller vouches.
     unsafe { mmap_at(addr, len, prot, flags, fd.raw(), 0) }
 }

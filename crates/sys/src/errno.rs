@@ -1,6 +1,8 @@
-//! The kernel's error numbers, as the core returns them. One is ipcns's
-//! own: EUCLEAN ("structure needs cleaning") when a structure read from the
-//! arena is corrupt (an offset outside its region, a size that cannot be).
+//! The kernel's error numbers, as every system call here returns them and
+//! the core (which re-exports the type as `ipcns::Errno`) passes them on.
+//! One is ipcns's own: EUCLEAN ("structure needs cleaning") when a
+//! structure read from the arena is corrupt (an offset outside its region,
+//! a size that cannot be).
 
 use core::fmt;
 
