@@ -95,14 +95,7 @@ fn getcpu_syscall() -> u32 {
     let mut cpu = 0u32;
     // SAFETY: getcpu(2) writes the cpu number to a valid local; node and the
     // unused cache argument may be null.
-    unsafe {
-        libc::syscall(
-            libc::SYS_getcpu,
-            &mut cpu as *mut u32,
-            core::ptr::null_mut::<u32>(),
-            core::ptr::null_mut::<u8>(),
-        )
-    };
+    let _ = unsafe { ipcns_sys::raw::syscall3(libc::SYS_getcpu, &raw mut cpu as usize, 0, 0) };
     cpu
 }
 

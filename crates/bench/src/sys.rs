@@ -48,7 +48,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use ipcns::abi::{IPC_CREAT, IPC_RMID, IPC_STAT, shmid64_ds};
 use ipcns::shm::ShmArg;
-use ipcns::{Cred, Errno, Namespace, SysResult};
+use ipcns::{Cred, Namespace, SysResult};
 use ipcns_oracle::kernel::Host;
 use ipcns_oracle::sysv::SysV;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -83,31 +83,21 @@ pub fn semtimedop(semid: i32, sops: &[ipcns::abi::sembuf]) -> Result<(), i32> {
     // `struct sembuf` (asserted above); the kernel reads `sops.len()` of
     // them and writes nothing; the timeout is NULL.
     let r = unsafe {
-        libc::syscall(
+        ipcns_sys::raw::syscall4(
             libc::SYS_semtimedop,
-            semid,
-            sops.as_ptr(),
+            semid as usize,
+            sops.as_ptr() as usize,
             sops.len(),
-            core::ptr::null::<libc::timespec>(),
+            0,
         )
     };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    }
+    r.map(drop).map_err(|e| e.0)
 }
 
 /// `setns(fd, CLONE_NEWIPC)`: enters the IPC namespace that `fd` (an open
 /// /proc/PID/ns/ipc) names. setns(2).
 pub fn setns_ipc(fd: BorrowedFd<'_>) -> std::io::Result<()> {
-    // SAFETY: an open descriptor borrowed for the call, and a flag.
-    let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWIPC) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    ipcns_sys::sysv::setns(fd, libc::CLONE_NEWIPC).map_err(std::io::Error::from)?;
     Ok(())
 }
 
@@ -428,15 +418,6 @@ pub struct Segment<'a> {
     size: usize,
 }
 
-/// The errno of a raw system call that returned -1.
-fn last_errno() -> Errno {
-    Errno(
-        std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO),
-    )
-}
-
 impl<'a> Segment<'a> {
     pub fn new(via: Shm<'a>, size: usize) -> SysResult<Segment<'a>> {
         let flg = IPC_CREAT | 0o600;
@@ -456,12 +437,7 @@ impl<'a> Segment<'a> {
             Shm::Kernel => {
                 // SAFETY: no address asked for: the kernel maps the segment
                 // where nothing is mapped (see the module doc).
-                let r = unsafe { libc::syscall(libc::SYS_shmat, self.id, 0usize, 0) };
-                if r == -1 {
-                    Err(last_errno())
-                } else {
-                    Ok(r as usize)
-                }
+                unsafe { ipcns_sys::sysv::shmat(self.id, 0, 0) }
             }
         }
     }
@@ -474,8 +450,7 @@ impl<'a> Segment<'a> {
             Shm::Kernel => {
                 // SAFETY: unmaps a System V attachment at `addr`, if any;
                 // nothing borrows one (see the module doc).
-                let r = unsafe { libc::syscall(libc::SYS_shmdt, addr) };
-                if r == -1 { Err(last_errno()) } else { Ok(()) }
+                unsafe { ipcns_sys::sysv::shmdt(addr) }.map(drop)
             }
         }
     }
@@ -544,11 +519,16 @@ impl KernelMsgBuf {
         self.words[0] = mtype;
         // SAFETY: the buffer holds an mtype and at least `len` text bytes,
         // all the kernel reads; it lives across the call.
-        let r = unsafe { libc::syscall(libc::SYS_msgsnd, id, self.words.as_ptr(), len, flg) };
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
+        let r = unsafe {
+            ipcns_sys::raw::syscall4(
+                libc::SYS_msgsnd,
+                id as usize,
+                self.words.as_ptr() as usize,
+                len,
+                flg as usize,
+            )
+        };
+        r.map(drop).map_err(std::io::Error::from)
     }
 
     /// `msgrcv(id, &buf, cap, msgtyp, flg)`: the bytes received.
@@ -562,19 +542,16 @@ impl KernelMsgBuf {
         let cap = cap.min(self.cap());
         // SAFETY: the buffer holds an mtype and at least `cap` text bytes,
         // all the kernel writes; it lives across the call.
-        let r = unsafe {
-            libc::syscall(
+        unsafe {
+            ipcns_sys::raw::syscall5(
                 libc::SYS_msgrcv,
-                id,
-                self.words.as_mut_ptr(),
+                id as usize,
+                self.words.as_mut_ptr() as usize,
                 cap,
-                msgtyp,
-                flg,
+                msgtyp as usize,
+                flg as usize,
             )
-        };
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
         }
-        Ok(r as usize)
+        .map_err(std::io::Error::from)
     }
 }

@@ -207,13 +207,17 @@ pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
     }
     // A fork child has its parent's credentials, but its own pid and start
     // time: no need to read them all again.
-    let inherited = CACHE.try_read().ok().and_then(|g| g.clone()).and_then(|(ns, _, r, c)| {
-        (ns == arena_ns && r == refreshes).then(|| Cred {
-            pid: sys::process::getpid(),
-            start_time: crate::lock::own_start(),
-            ..(*c).clone()
-        })
-    });
+    let inherited = CACHE
+        .try_read()
+        .ok()
+        .and_then(|g| g.clone())
+        .and_then(|(ns, _, r, c)| {
+            (ns == arena_ns && r == refreshes).then(|| Cred {
+                pid: sys::process::getpid(),
+                start_time: crate::lock::own_start(),
+                ..(*c).clone()
+            })
+        });
     let c = Arc::new(match inherited {
         Some(c) => c,
         None => Cred::read_current(arena_ns)?,

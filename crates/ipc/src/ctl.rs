@@ -3,13 +3,13 @@
 //! part of the `*_ds` structures.
 
 use crate::abi;
-use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::lock::Guard;
 use crate::object::{Head, Slot};
 use crate::perm::{self, S_IRUGO, S_IRWXUGO};
 use crate::registry::{self, Kind, Reg, lock_object, obtain, still_valid};
+use crate::session::Session;
 use core::sync::atomic::Ordering::{Relaxed, Release};
 use core::sync::atomic::fence;
 

@@ -40,5 +40,3 @@ mod armed {
         STEPS.load(Relaxed)
     }
 }
-
-

@@ -150,7 +150,11 @@ impl<'a> Bitmap<'a> {
             let mut bits = 0u64;
             for b in 0..64 {
                 let w = sw * 64 + b;
-                if self.words.get(w).is_some_and(|x| x.load(Relaxed) == u64::MAX) {
+                if self
+                    .words
+                    .get(w)
+                    .is_some_and(|x| x.load(Relaxed) == u64::MAX)
+                {
                     bits |= 1 << b;
                 }
             }
@@ -183,8 +187,7 @@ impl<'a> Bitmap<'a> {
 pub fn is_used(a: &Arena, m: Mech, idx: u32) -> bool {
     let l = a.layout();
     idx < l.ipc_mni
-        && a
-            .view::<AtomicU64>(l.table(m).bitmap + u64::from(idx / 64) * 8)
+        && a.view::<AtomicU64>(l.table(m).bitmap + u64::from(idx / 64) * 8)
             .is_ok_and(|w| w.load(Relaxed) & (1 << (idx % 64)) != 0)
 }
 

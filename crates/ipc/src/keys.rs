@@ -6,10 +6,10 @@
 //! Lock state: every function expects the registry lock held and leaves it
 //! held. After a holder's death the table is rebuilt from the objects.
 
-use crate::hash::home;
-use crate::session::Session;
 use crate::arena::header::Registry;
 use crate::errno::Errno;
+use crate::hash::home;
+use crate::session::Session;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 

@@ -23,91 +23,132 @@ mod lock;
 mod park;
 mod sync;
 
-/// Items of the namespace proper, left out under `--cfg loom`.
-macro_rules! not_loom {
-    ($($i:item)*) => { $( #[cfg(not(loom))] $i )* };
+// The namespace proper is left out under `--cfg loom`: only the lock,
+// the wait handshake and their models are built there.
+#[cfg(not(loom))]
+pub mod abi;
+#[cfg(not(loom))]
+mod arena;
+#[cfg(not(loom))]
+mod chain;
+#[cfg(not(loom))]
+pub mod creds;
+#[cfg(not(loom))]
+mod ctl;
+#[cfg(not(loom))]
+mod fault;
+
+#[cfg(not(loom))]
+mod hash;
+#[cfg(not(loom))]
+mod heap;
+#[cfg(not(loom))]
+mod ids;
+/// Signal handlers' news for blocked calls (`note_signal`, and the
+/// mark a call takes as it starts).
+#[doc(hidden)]
+#[cfg(not(loom))]
+pub mod intr;
+#[cfg(not(loom))]
+mod keys;
+#[cfg(not(loom))]
+pub mod limits;
+/// A lock of the arena's kind for benchmarks (feature `testing`).
+#[cfg(feature = "testing")]
+#[cfg(not(loom))]
+pub mod lockbench;
+#[cfg(not(loom))]
+pub mod msg;
+#[cfg(not(loom))]
+pub mod namespace;
+#[cfg(not(loom))]
+mod object;
+#[cfg(not(loom))]
+mod perm;
+#[cfg(not(loom))]
+mod proc;
+#[cfg(not(loom))]
+mod process;
+#[cfg(not(loom))]
+mod recent;
+#[cfg(not(loom))]
+mod registry;
+#[cfg(not(loom))]
+pub mod sem;
+#[cfg(not(loom))]
+mod session;
+#[cfg(not(loom))]
+mod shared;
+#[cfg(not(loom))]
+pub mod shm;
+/// Raw system calls (for ipcns's own crates: the C ABI, benches): the
+/// `ipcns-sys` crate, under the path the core has always used.
+#[doc(hidden)]
+#[cfg(not(loom))]
+pub use ipcns_sys as sys;
+#[cfg(not(loom))]
+pub mod sysv;
+#[cfg(not(loom))]
+mod time;
+#[cfg(not(loom))]
+mod wait;
+
+#[cfg(not(loom))]
+pub use arena::header::MAGIC as ARENA_MAGIC;
+#[cfg(not(loom))]
+pub use arena::layout::Mech;
+#[cfg(not(loom))]
+pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
+#[cfg(not(loom))]
+pub use creds::Cred;
+#[cfg(not(loom))]
+pub use errno::{Errno, SysResult};
+#[cfg(not(loom))]
+pub use heap::HeapStats;
+/// For signal handlers: a blocked System V IPC call of this thread
+/// fails with EINTR (`intr.rs`; libipcns.so's handler wrapper calls it).
+#[doc(hidden)]
+#[cfg(not(loom))]
+pub use intr::note_signal;
+#[cfg(not(loom))]
+pub use lock::{Holder, Liveness};
+#[cfg(not(loom))]
+pub use namespace::Namespace;
+#[cfg(not(loom))]
+pub use namespace::check::Census;
+#[doc(hidden)]
+#[cfg(not(loom))]
+pub use namespace::life;
+#[cfg(feature = "testing")]
+#[cfg(not(loom))]
+pub use namespace::regions;
+#[cfg(not(loom))]
+pub use namespace::sysctl::NAMES as SYSCTLS;
+
+/// How many locks this process took over from holders that died holding
+/// them (each followed by a repair).
+#[cfg(not(loom))]
+pub fn recoveries() -> u64 {
+    lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
 }
 
-not_loom! {
-    pub mod abi;
-    mod arena;
-    mod chain;
-    pub mod creds;
-    mod ctl;
-    mod fault;
-
-    mod hash;
-    mod heap;
-    mod ids;
-    /// Signal handlers' news for blocked calls (`note_signal`, and the
-    /// mark a call takes as it starts).
-    #[doc(hidden)]
-    pub mod intr;
-    mod keys;
-    /// A lock of the arena's kind for benchmarks (feature `testing`).
-    #[cfg(feature = "testing")]
-    pub mod lockbench;
-    pub mod limits;
-    pub mod msg;
-    pub mod namespace;
-    mod object;
-    mod perm;
-    mod recent;
-    mod session;
-    mod shared;
-    mod proc;
-    mod process;
-    mod registry;
-    pub mod sem;
-    pub mod shm;
-    /// Raw system calls (for ipcns's own crates: the C ABI, benches): the
-    /// `ipcns-sys` crate, under the path the core has always used.
-    #[doc(hidden)]
-    pub use ipcns_sys as sys;
-    pub mod sysv;
-    mod time;
-    mod wait;
-
-    pub use arena::header::MAGIC as ARENA_MAGIC;
-    pub use arena::layout::Mech;
-    pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
-    pub use namespace::check::Census;
-    pub use creds::Cred;
-    pub use errno::{Errno, SysResult};
-    pub use heap::HeapStats;
-    /// For signal handlers: a blocked System V IPC call of this thread
-    /// fails with EINTR (`intr.rs`; libipcns.so's handler wrapper calls it).
-    #[doc(hidden)]
-    pub use intr::note_signal;
-    pub use lock::{Holder, Liveness};
-    pub use namespace::Namespace;
-    #[doc(hidden)]
-    pub use namespace::life;
-    #[cfg(feature = "testing")]
-    pub use namespace::regions;
-    pub use namespace::sysctl::NAMES as SYSCTLS;
-
-    /// How many locks this process took over from holders that died holding
-    /// them (each followed by a repair).
-    pub fn recoveries() -> u64 {
-        lock::RECOVERIES.load(core::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The identity a lock word holds for live thread `tid` (tests write
-    /// one where a hostile participant would; feature `testing`).
-    #[cfg(feature = "testing")]
-    pub fn thread_identity(tid: u32) -> Option<u64> {
-        lock::identity_of(tid)
-    }
-
-    /// Runs `f` with every arena lock it waits for waited for at most
-    /// `limit` in all (a lock kept longer, by a stopped participant say,
-    /// fails the call that needs it with ETIMEDOUT, or the errno that call
-    /// gives for a timeout): for tools and cleanups that must end.
-    pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
-        lock::with_limit(limit, f)
-    }
-
-    /// Arena bytes of one object slot (every object has exactly one).
-    pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;
+/// The identity a lock word holds for live thread `tid` (tests write
+/// one where a hostile participant would; feature `testing`).
+#[cfg(feature = "testing")]
+#[cfg(not(loom))]
+pub fn thread_identity(tid: u32) -> Option<u64> {
+    lock::identity_of(tid)
 }
+
+/// Runs `f` with every arena lock it waits for waited for at most
+/// `limit` in all (a lock kept longer, by a stopped participant say,
+/// fails the call that needs it with ETIMEDOUT, or the errno that call
+/// gives for a timeout): for tools and cleanups that must end.
+#[cfg(not(loom))]
+pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) -> R {
+    lock::with_limit(limit, f)
+}
+
+/// Arena bytes of one object slot (every object has exactly one).
+#[cfg(not(loom))]
+pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;

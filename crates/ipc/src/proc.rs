@@ -126,8 +126,10 @@ pub fn cached(a: &Session) -> Option<u32> {
 /// Caches `idx` as the calling process's record index in its session.
 pub fn cache(a: &Session, idx: u32) {
     let generation = lock::fork_generation() + 1;
-    a.own_proc
-        .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
+    a.own_proc.store(
+        ((generation & 0xffff_ffff) << 32) | u64::from(idx + 1),
+        Relaxed,
+    );
 }
 
 /// Forgets the cached index (the process is finishing its record).
@@ -270,7 +272,7 @@ pub fn live_records(a: &Session) -> Result<Vec<(u32, i32, u64)>, Errno> {
 /// or that waited longer than `UNBORN_NS`, and of those being released.
 /// Procs lock held. Bounded by the table.
 pub fn stillborn(a: &Session) -> Result<Vec<(u32, u64)>, Errno> {
-    let now = lock::monotonic_ns();
+    let now = crate::sys::time::monotonic_ns();
     Ok(table(a)?
         .iter()
         .enumerate()
@@ -295,7 +297,8 @@ pub fn make_unborn(a: &Session, parent: u32) -> Result<(u32, u64), Errno> {
         let r = record(a, parent)?;
         (r.pid.load(Relaxed), r.start.load(Relaxed))
     };
-    let nonce = lock::random_u64().unwrap_or_else(|| lock::monotonic_ns() ^ 0x9e37_79b9) | 1;
+    let nonce =
+        lock::random_u64().unwrap_or_else(|| crate::sys::time::monotonic_ns() ^ 0x9e37_79b9) | 1;
     let t = table(a)?;
     let i = match t.iter().position(|r| r.state.load(Relaxed) == FREE) {
         Some(i) => i as u32,
@@ -305,7 +308,7 @@ pub fn make_unborn(a: &Session, parent: u32) -> Result<(u32, u64), Errno> {
     // only under this lock, which orders them anyway.
     let r = record(a, i)?;
     r.spare[0].store(nonce, Relaxed);
-    r.spare[1].store(lock::monotonic_ns(), Relaxed);
+    r.spare[1].store(crate::sys::time::monotonic_ns(), Relaxed);
     take(a, i, pid, start, UNBORN)?;
     Ok((i, nonce))
 }
@@ -352,7 +355,9 @@ pub fn claim_unborn(a: &Session, idx: u32, nonce: u64) -> Result<bool, Errno> {
     // Cached as `me` caches it (the fork generation has moved on: the
     // lock's child handler, registered before ours, ran first).
     let generation = lock::fork_generation() + 1;
-    a.own_proc
-        .store(((generation & 0xffff_ffff) << 32) | u64::from(idx + 1), Relaxed);
+    a.own_proc.store(
+        ((generation & 0xffff_ffff) << 32) | u64::from(idx + 1),
+        Relaxed,
+    );
     Ok(true)
 }

@@ -87,10 +87,7 @@ impl Recent {
         };
         kv.store(0, Relaxed);
         g.store(generation, Relaxed);
-        kv.store(
-            u64::from(key as u32) << 32 | (u64::from(idx) + 1),
-            Relaxed,
-        );
+        kv.store(u64::from(key as u32) << 32 | (u64::from(idx) + 1), Relaxed);
     }
 
     #[inline(always)]

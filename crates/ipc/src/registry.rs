@@ -23,12 +23,12 @@
 
 use crate::arena::header::Registry;
 use crate::arena::layout::Mech;
+use crate::creds::Cred;
 use crate::errno::Errno;
+use crate::errno::SysResult;
 use crate::ids::{self, Bitmap};
 use crate::keys;
 use crate::lock::Guard;
-use crate::creds::Cred;
-use crate::errno::SysResult;
 use crate::object::{CREATING, DELETING, FREE, Head, LIVE, Slot};
 use crate::perm;
 use crate::session::Session;
@@ -202,7 +202,9 @@ impl<'a> Reg<'a> {
         if !ids::is_used(self.a, self.mech, idx) {
             return Err(Errno::EUCLEAN);
         }
-        let h = self.a.view::<Head>(self.a.layout().slot_off(self.mech, idx))?;
+        let h = self
+            .a
+            .view::<Head>(self.a.layout().slot_off(self.mech, idx))?;
         if h.state.load(Acquire) != LIVE || h.key.load(Relaxed) != key {
             return Err(Errno::EUCLEAN);
         }
@@ -370,9 +372,7 @@ impl<'a> Reg<'a> {
                 // held it: `release` changes what the object's lock
                 // protects (its sleepers free their records under it).
                 let _g = lock_object::<K>(self.a, s)?;
-                s.head()
-                    .generation
-                    .store(self.next_generation(), Relaxed);
+                s.head().generation.store(self.next_generation(), Relaxed);
                 s.head().state.store(DELETING, Relaxed);
                 K::release(self.a, s);
                 s.head().state.store(FREE, Relaxed);

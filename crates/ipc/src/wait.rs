@@ -27,11 +27,11 @@
 //! `heartbeat`) and [`MsgWaiter`] (`kind`, `size`, `mode`, `msgtyp`,
 //! `trust_until`).
 
-use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::lock::{self, Woke};
 use crate::park;
+use crate::session::Session;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
@@ -197,7 +197,9 @@ pub fn snapshot(a: &Session, head: &AtomicU64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
     let mut walk = Chain::new(head.load(Relaxed), next);
     for off in walk.by_ref() {
-        if out.len() as u64 >= MAX_QUEUE || (out.len() == out.capacity() && out.try_reserve(out.len().max(4)).is_err()) {
+        if out.len() as u64 >= MAX_QUEUE
+            || (out.len() == out.capacity() && out.try_reserve(out.len().max(4)).is_err())
+        {
             cut_after(a, head, out.last().copied());
             return out;
         }
@@ -265,7 +267,11 @@ pub fn unlink(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 pub fn complete(a: &Session, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
     unlink(a, head, off)?;
     let w = at(a, off)?;
-    park::complete(&w.state, &w.status, status, &RealPark {
+    park::complete(
+        &w.state,
+        &w.status,
+        status,
+        &RealPark {
             w,
             tick: &mut || {},
             mark: None,
@@ -286,7 +292,10 @@ pub fn cancel(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
         return Ok(false);
     }
     // Release: as `park::complete`; the swap tells whether it sleeps.
-    if w.state.swap(CANCELLED, core::sync::atomic::Ordering::Release) == SLEEPING {
+    if w.state
+        .swap(CANCELLED, core::sync::atomic::Ordering::Release)
+        == SLEEPING
+    {
         lock::futex_wake_all(&w.state);
     }
     Ok(true)
@@ -300,7 +309,12 @@ pub fn cancel(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 pub fn abandon(w: &Waiter) -> Option<i32> {
     for from in [QUEUED, SLEEPING] {
         // Acquire on failure: a DONE seen carries the waker's status.
-        match w.state.compare_exchange(from, ABANDONED, Relaxed, core::sync::atomic::Ordering::Acquire) {
+        match w.state.compare_exchange(
+            from,
+            ABANDONED,
+            Relaxed,
+            core::sync::atomic::Ordering::Acquire,
+        ) {
             Ok(_) => return None,
             Err(DONE) => return Some(w.status.load(Relaxed)),
             Err(_) => {}
@@ -465,7 +479,11 @@ impl park::Park for RealPark<'_, '_> {
 /// linked (a message queue's handover: its sleeper collects it). Object
 /// lock held.
 pub fn finish_linked(w: &Waiter, status: i32) {
-    park::complete(&w.state, &w.status, status, &RealPark {
+    park::complete(
+        &w.state,
+        &w.status,
+        status,
+        &RealPark {
             w,
             tick: &mut || {},
             mark: None,
@@ -497,7 +515,7 @@ pub fn finished(w: &Waiter) -> Option<i32> {
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn now_ns() -> u64 {
-    lock::monotonic_ns()
+    crate::sys::time::monotonic_ns()
 }
 
 /// A new ticket (never 0).

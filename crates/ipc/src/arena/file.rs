@@ -91,11 +91,9 @@ fn io_at(path: &Path) -> impl FnOnce(Errno) -> ArenaError + '_ {
 /// directory it would be in is missing.
 pub(crate) fn not_found(path: &Path) -> ArenaError {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) if fs::stat(d) == Err(Errno::ENOENT) => {
-            ArenaError::NoDir {
-                dir: d.to_path_buf(),
-            }
-        }
+        Some(d) if fs::stat(d) == Err(Errno::ENOENT) => ArenaError::NoDir {
+            dir: d.to_path_buf(),
+        },
         _ => ArenaError::NotFound {
             path: path.to_path_buf(),
         },
@@ -431,7 +429,12 @@ fn no_descriptor(e: &ArenaError) -> bool {
 /// name is in a directory where nobody else may replace it, private or
 /// sticky), then `lstat`, which must find the regular file made. Its path
 /// and identity.
-fn segment_by_path(dir: &Path, am: &Stat, serial: u64, size: u64) -> Result<(PathBuf, Stat), ArenaError> {
+fn segment_by_path(
+    dir: &Path,
+    am: &Stat,
+    serial: u64,
+    size: u64,
+) -> Result<(PathBuf, Stat), ArenaError> {
     let path = dir.join(format!("shm.{serial}"));
     let mode = am.mode & 0o666;
     fs::mknod_file(&path, mode).map_err(io_at(&path))?;
@@ -483,10 +486,13 @@ fn segment_file(
         Err(Errno(libc::EOPNOTSUPP)) => Ok(()),
         r => r,
     };
-    let made = f
-        .chmod(mode)
-        .and_then(|()| f.set_len(size))
-        .and_then(|()| if reserve && size > 0 { allocate(&f) } else { Ok(()) });
+    let made = f.chmod(mode).and_then(|()| f.set_len(size)).and_then(|()| {
+        if reserve && size > 0 {
+            allocate(&f)
+        } else {
+            Ok(())
+        }
+    });
     if let Err(e) = made {
         let _ = fs::unlink(&path);
         return Err(io_at(&path)(e));

@@ -90,7 +90,8 @@ const GROW_MIN: usize = 16 << 20;
 const LOW: usize = 1 << 32;
 
 fn round_up(x: usize, to: usize) -> usize {
-    x.checked_next_multiple_of(to).unwrap_or(usize::MAX & !(to - 1))
+    x.checked_next_multiple_of(to)
+        .unwrap_or(usize::MAX & !(to - 1))
 }
 
 impl Mapping {
@@ -103,7 +104,9 @@ impl Mapping {
         let mut runs = Vec::with_capacity(specs.len());
         let mut start = 0usize;
         for s in specs {
-            let limit = usize::try_from(s.limit).map_err(|_| Errno::ENOMEM)?.min(size);
+            let limit = usize::try_from(s.limit)
+                .map_err(|_| Errno::ENOMEM)?
+                .min(size);
             let initial = usize::try_from(s.initial)
                 .map_err(|_| Errno::ENOMEM)?
                 .clamp(start, limit);

@@ -17,14 +17,14 @@ pub mod map;
 use crate::lock::boot_id;
 pub use file::{Access, segment_dir_of};
 pub(crate) use file::{
-    create_huge_segment, create_segment, euid, is_arena, not_found, private_dir, remove_segment_dir,
-    remove_segments,
+    create_huge_segment, create_segment, euid, is_arena, not_found, private_dir,
+    remove_segment_dir, remove_segments,
 };
 
 use crate::errno::Errno;
+use crate::sys::{Fd, fs};
 use header::{ARCH, FLAG_EXTEND, FLAG_SHARED, Header, LAYOUT_VERSION, LOCK_KIND, MAGIC};
 use layout::{HEADER_SIZE, Layout, SLOT_SIZE};
-use crate::sys::{Fd, fs};
 use map::{Mapping, Shared};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -402,7 +402,6 @@ impl Arena {
     pub(crate) fn view_slice<T: Shared>(&self, off: u64, n: usize) -> Result<&[T], Errno> {
         self.map.view_slice(off, n)
     }
-
 
     /// The arena file as attached: device, inode, owner and mode.
     pub(crate) fn id(&self) -> &crate::sys::Stat {

@@ -205,7 +205,6 @@ impl Caches {
             }
         }
     }
-
 }
 
 /// Offset of class `c`'s stack in a slot, if `c` is cached.
@@ -231,7 +230,10 @@ fn limits(l: &Layout) -> [u32; CACHED_CLASSES] {
 pub(super) fn view(a: &Arena, cpu: u32) -> Option<&CpuCache> {
     let l = a.layout();
     (cpu < l.cache_cpus)
-        .then(|| a.view::<CpuCache>(l.caches + u64::from(cpu) * CPU_CACHE_SIZE).ok())
+        .then(|| {
+            a.view::<CpuCache>(l.caches + u64::from(cpu) * CPU_CACHE_SIZE)
+                .ok()
+        })
         .flatten()
 }
 

@@ -43,7 +43,9 @@ mod global;
 
 pub use audit::HeapStats;
 pub(crate) use audit::audit;
-pub(crate) use cache::{CACHE_CAP, CacheStack, Caches, CpuCache, cache_cpus};
+pub(crate) use cache::{CACHE_CAP, Caches, cache_cpus};
+#[cfg(feature = "testing")]
+pub(crate) use cache::{CacheStack, CpuCache};
 
 use crate::arena::Arena;
 use crate::arena::header::HEAP_CLASSES;

@@ -127,7 +127,7 @@ pub fn call_deadline(deadline: u64) -> CallDeadline {
         // a stricter limit in force (with_lock_limit around an IPC_NOWAIT
         // call waited 1 s, not the limit).
         (NOWAIT_MARK, d) | (d, NOWAIT_MARK) if d != NOWAIT_MARK => {
-            d.min(os::monotonic_ns().saturating_add(NOWAIT_LOCK_NS))
+            d.min(crate::sys::time::monotonic_ns().saturating_add(NOWAIT_LOCK_NS))
         }
         (p, d) => p.min(d),
     };
@@ -218,7 +218,7 @@ pub fn call_bound() -> u64 {
 fn earliest(call: u64, limit: u64) -> u64 {
     match (call, limit) {
         (0, x) | (x, 0) => x,
-        (NOWAIT_MARK, l) => l.min(os::monotonic_ns().saturating_add(NOWAIT_LOCK_NS)),
+        (NOWAIT_MARK, l) => l.min(crate::sys::time::monotonic_ns().saturating_add(NOWAIT_LOCK_NS)),
         (c, l) => c.min(l),
     }
 }
@@ -300,14 +300,14 @@ pub fn freeze(limit_ns: u64) -> Result<(), Errno> {
         return Err(e);
     }
     let generation = os::generation();
-    let start = os::monotonic_ns();
+    let start = crate::sys::time::monotonic_ns();
     let mut pause = 20_000u64;
     loop {
         let mine = DEPTH.try_with(Cell::get).unwrap_or(0).min(1);
         if !os::others_inside(generation, me) && UNTRACKED.load(SeqCst) <= mine {
             return Ok(());
         }
-        if os::monotonic_ns().saturating_sub(start) >= limit_ns {
+        if crate::sys::time::monotonic_ns().saturating_sub(start) >= limit_ns {
             thaw();
             return Err(Errno(libc::ETIMEDOUT));
         }

@@ -62,13 +62,15 @@ mod os;
 /// heartbeats in CLOCK_MONOTONIC ns, IPC objects' stamps in coarse wall
 /// seconds.
 #[cfg(not(loom))]
-pub use crate::sys::time::{monotonic_ns, real_seconds};
+#[cfg(not(loom))]
+use crate::sys::time::monotonic_ns;
+#[cfg(all(not(loom), feature = "testing"))]
+pub use os::identity_of;
 #[cfg(not(loom))]
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, forget_arena, fork_generation, futex_wait,
-    futex_wake_all, holder_of, identity_alive, identity_of, my_identity, note_arena, own_start,
-    parent_pid, process_alive, process_start, random_u64, thread_answers, thread_children,
-    thread_count,
+    futex_wake_all, holder_of, identity_alive, my_identity, note_arena, own_start, parent_pid,
+    process_alive, process_start, random_u64, thread_answers, thread_children, thread_count,
 };
 
 #[cfg(all(test, loom))]
@@ -482,8 +484,9 @@ mod guard {
         /// IPC_NOWAIT call no longer than that.
         pub fn lock_leaf(&self) -> Result<Guard<'_>, Errno> {
             let call = gate::call_bound();
-            let d = (call != 0)
-                .then(|| call.max(super::monotonic_ns().saturating_add(super::LEAF_GRACE_NS)));
+            let d = (call != 0).then(|| {
+                call.max(crate::sys::time::monotonic_ns().saturating_add(super::LEAF_GRACE_NS))
+            });
             self.lock_with(d, true)
         }
 

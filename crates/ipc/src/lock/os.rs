@@ -14,7 +14,7 @@ use crate::sync::AtomicU64;
 use crate::sys;
 /// The clock of deadlines and heartbeats (the system-call layer's; the
 /// gate reaches it here).
-pub use crate::sys::time::monotonic_ns;
+use crate::sys::time::monotonic_ns;
 use core::cell::Cell;
 use std::sync::OnceLock;
 
@@ -691,6 +691,7 @@ pub fn holder_of(lock: &Lock) -> Option<Holder> {
 
 /// The identity (as lock words name threads) of live thread `tid`, from
 /// /proc: for tests that write one where a hostile participant would.
+#[cfg(feature = "testing")]
 pub fn identity_of(tid: u32) -> Option<u64> {
     let (_, start) = thread_stat(tid)?;
     Some((u64::from(tag_of(boot_tag(), start)) << 32) | u64::from(tid))

@@ -324,7 +324,7 @@ extern "C" fn raw_exit(_: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: ends this thread without glibc's exit path (what a program
     // issuing the system call itself does); the kernel still clears its
     // tid word, so the join returns.
-    unsafe { libc::syscall(libc::SYS_exit, 0) };
+    let _ = unsafe { crate::sys::raw::syscall1(libc::SYS_exit, 0) };
     core::ptr::null_mut()
 }
 

@@ -27,13 +27,13 @@ pub use recv::RecvBuf;
 pub(crate) mod send;
 
 use crate::abi::{self, msginfo, msqid64_ds};
-use crate::session::Session;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
 use crate::errno::{Errno, SysResult};
 use crate::object::MsgSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object};
+use crate::session::Session;
 use crate::time::now;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -143,7 +143,13 @@ pub(crate) fn msgget(a: &Session, cred: &Cred, key: i32, msgflg: i32) -> SysResu
 }
 
 /// [`Namespace::msgctl`](crate::Namespace::msgctl)'s work.
-pub(crate) fn msgctl(a: &Session, cred: &Cred, msqid: i32, cmd: i32, arg: MsgArg<'_>) -> SysResult<i32> {
+pub(crate) fn msgctl(
+    a: &Session,
+    cred: &Cred,
+    msqid: i32,
+    cmd: i32,
+    arg: MsgArg<'_>,
+) -> SysResult<i32> {
     // "if (msqid < 0 || cmd < 0) return -EINVAL".
     if msqid < 0 || cmd < 0 {
         return Err(Errno::EINVAL);
@@ -232,7 +238,6 @@ pub(crate) fn msgctl(a: &Session, cred: &Cred, msqid: i32, cmd: i32, arg: MsgArg
         _ => Err(Errno::EINVAL),
     }
 }
-
 
 /// The last argument of `msgctl`, typed; the wrong kind is EFAULT.
 pub enum MsgArg<'a> {

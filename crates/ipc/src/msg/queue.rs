@@ -37,7 +37,6 @@
 //! cuts the list there (what follows is leaked).
 
 use super::MSG_HEADER;
-use crate::session::Session;
 use crate::arena::bytes;
 use crate::chain::Chain;
 use crate::errno::{Errno, SysResult};
@@ -45,6 +44,7 @@ use crate::heap;
 use crate::lock;
 use crate::object::MsgSlot;
 use crate::registry::{Found, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use crate::wait::{self, Slept, WAITER_BYTES, Waiter};
 use core::sync::atomic::AtomicU64;
@@ -148,8 +148,10 @@ impl<'a> Block<'a> {
     }
     /// Size and pid in one store.
     pub fn set_size_pid(&self, size: u64, pid: i32) {
-        self.w[2]
-            .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);
+        self.w[2].store(
+            (size & 0xffff_ffff) | (u64::from(pid as u32) << 32),
+            Relaxed,
+        );
     }
     /// The bytes the heap handed out for it.
     fn alloc_size(&self) -> u64 {
@@ -206,8 +208,10 @@ pub(super) fn take_block<'a>(
     // reads them (a repair reads only the size, written first).
     let off = a.alloc_uninit(MSG_HEADER + size)?;
     // The size first: a repair frees the block by it.
-    a.view::<AtomicU64>(off + 16)?
-        .store((size & 0xffff_ffff) | (u64::from(pid as u32) << 32), Relaxed);
+    a.view::<AtomicU64>(off + 16)?.store(
+        (size & 0xffff_ffff) | (u64::from(pid as u32) << 32),
+        Relaxed,
+    );
     s.journal.store(off | OP_FILL, Release);
     block(a, off)
 }
@@ -335,7 +339,8 @@ pub(super) fn recount(a: &Session, s: &MsgSlot) {
 /// msq->q_qnum <= msq->q_qbytes".
 pub(super) fn fits(s: &MsgSlot, size: u64) -> bool {
     let qb = s.qbytes.load(Relaxed);
-    size.saturating_add(s.cbytes.load(Relaxed)) <= qb && s.qnum.load(Relaxed).saturating_add(1) <= qb
+    size.saturating_add(s.cbytes.load(Relaxed)) <= qb
+        && s.qnum.load(Relaxed).saturating_add(1) <= qb
 }
 
 /// What a repair does: the journaled change again, from the start, then
@@ -415,7 +420,7 @@ pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> 
     m.flags().store(wants.mode & MODE_MASK, Relaxed);
     m.msgtyp().store(wants.msgtyp as u64, Relaxed);
     m.trust_until()
-        .store(lock::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
+        .store(crate::sys::time::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
     if let Err(e) = wait::append(a, &s.waiters, off) {
         let _ = a.free(off, WAITER_BYTES);
         return Err(e);
@@ -434,7 +439,8 @@ pub(super) fn finish(w: &Waiter, status: i32) {
 /// (a receiver killed within those microseconds can take a message with
 /// it, as one killed just after msgrcv returned would).
 pub(super) fn receiver_alive(w: &Waiter) -> bool {
-    (w.state.load(Relaxed) == wait::QUEUED && lock::monotonic_ns() < w.msg().trust_until().load(Relaxed))
+    (w.state.load(Relaxed) == wait::QUEUED
+        && crate::sys::time::monotonic_ns() < w.msg().trust_until().load(Relaxed))
         || wait::sleeper_alive(w)
 }
 
@@ -616,7 +622,9 @@ fn move_to_tail(a: &Session, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
 /// removal) and `ss_wakeup(kill)`.
 pub(super) fn wake_all(a: &Session, s: &MsgSlot, kind: u32, status: i32) {
     let _ = walk(a, s, |_, _, w| {
-        if (kind == 0 || w.msg().kind().load(Relaxed) == kind) && w.state.load(Acquire) != wait::DONE {
+        if (kind == 0 || w.msg().kind().load(Relaxed) == kind)
+            && w.state.load(Acquire) != wait::DONE
+        {
             finish(w, status);
         }
         Ok(Step::Next)
@@ -687,7 +695,11 @@ pub(super) fn audit(a: &Session, s: &MsgSlot) -> Vec<String> {
         out.push(match crate::chain::cut_point(first, |off| link(a, off)) {
             Some(_) => "message list loops".to_string(),
             None => {
-                let bad = if tail == 0 { first } else { link(a, tail).unwrap_or(0) };
+                let bad = if tail == 0 {
+                    first
+                } else {
+                    link(a, tail).unwrap_or(0)
+                };
                 format!("message list links to {bad:#x}, no block")
             }
         });

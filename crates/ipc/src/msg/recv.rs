@@ -22,12 +22,12 @@
 use super::MsgKind;
 use super::queue::{self, Block, KIND_RECV, Wants, Woke};
 use crate::abi;
-use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::object::MsgSlot;
 use crate::perm::{self, S_IRUGO};
 use crate::registry::{lock_object, obtain, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use crate::wait;
 use core::sync::atomic::Ordering::{Relaxed, Release};
@@ -153,28 +153,63 @@ fn deliver(a: &Session, b: &Block<'_>, buf: &mut dyn RecvBuf) -> SysResult<(i64,
 }
 
 /// [`Namespace::msgrcv`](crate::Namespace::msgrcv)'s work.
-pub(crate) fn msgrcv(a: &Session, cred: &Cred, msqid: i32, buf: &mut [u8], msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+pub(crate) fn msgrcv(
+    a: &Session,
+    cred: &Cred,
+    msqid: i32,
+    buf: &mut [u8],
+    msgtyp: i64,
+    msgflg: i32,
+) -> SysResult<(i64, usize)> {
     msgrcv_into(a, cred, msqid, &mut { buf }, msgtyp, msgflg)
 }
 
 /// [`Namespace::msgrcv_into`](crate::Namespace::msgrcv_into)'s work.
-pub(crate) fn msgrcv_into(a: &Session, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+pub(crate) fn msgrcv_into(
+    a: &Session,
+    cred: &Cred,
+    msqid: i32,
+    buf: &mut dyn RecvBuf,
+    msgtyp: i64,
+    msgflg: i32,
+) -> SysResult<(i64, usize)> {
     // The call starts: a signal handler noted from now on makes a
     // sleep of this call fail with EINTR.
     msgrcv_into_since(a, wait::Mark::now(), cred, msqid, buf, msgtyp, msgflg)
 }
 
 /// [`Namespace::msgrcv_into_since`](crate::Namespace::msgrcv_into_since)'s work.
-pub(crate) fn msgrcv_into_since(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+pub(crate) fn msgrcv_into_since(
+    a: &Session,
+    mark: wait::Mark,
+    cred: &Cred,
+    msqid: i32,
+    buf: &mut dyn RecvBuf,
+    msgtyp: i64,
+    msgflg: i32,
+) -> SysResult<(i64, usize)> {
     // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
     // (its holder stopped, or a hostile word): ENOMSG, as an empty
     // queue.
     let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-    msgrcv_bounded(a, mark, cred, msqid, buf, msgtyp, msgflg)
-        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::ENOMSG } else { e })
+    msgrcv_bounded(a, mark, cred, msqid, buf, msgtyp, msgflg).map_err(|e| {
+        if e.0 == libc::ETIMEDOUT {
+            Errno::ENOMSG
+        } else {
+            e
+        }
+    })
 }
 
-fn msgrcv_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+fn msgrcv_bounded(
+    a: &Session,
+    mark: wait::Mark,
+    cred: &Cred,
+    msqid: i32,
+    buf: &mut dyn RecvBuf,
+    msgtyp: i64,
+    msgflg: i32,
+) -> SysResult<(i64, usize)> {
     let bufsz = buf.cap() as u64;
     // "if (msqid < 0 || (long) bufsz < 0) return -EINVAL;"
     if msqid < 0 {
@@ -289,7 +324,6 @@ fn msgrcv_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &
         });
     }
 }
-
 
 /// Takes message `b` (predecessor `prev`) off the queue, journaled:
 /// "list_del(&msg->m_list); msq->q_qnum--; msq->q_rtime = ...;

@@ -17,33 +17,61 @@
 use super::MsgKind;
 use super::queue::{self, Block, KIND_RECV, KIND_SEND, Step, Wants, Woke};
 use crate::abi;
-use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::object::MsgSlot;
 use crate::perm::{self, S_IWUGO};
 use crate::registry::{lock_object, obtain, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use crate::wait;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// [`Namespace::msgsnd`](crate::Namespace::msgsnd)'s work.
-pub(crate) fn msgsnd(a: &Session, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+pub(crate) fn msgsnd(
+    a: &Session,
+    cred: &Cred,
+    msqid: i32,
+    mtype: i64,
+    text: &[u8],
+    msgflg: i32,
+) -> SysResult<i32> {
     // The call starts: a signal handler noted from now on makes a
     // sleep of this call fail with EINTR.
     msgsnd_since(a, wait::Mark::now(), cred, msqid, mtype, text, msgflg)
 }
 
 /// [`Namespace::msgsnd_since`](crate::Namespace::msgsnd_since)'s work.
-pub(crate) fn msgsnd_since(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+pub(crate) fn msgsnd_since(
+    a: &Session,
+    mark: wait::Mark,
+    cred: &Cred,
+    msqid: i32,
+    mtype: i64,
+    text: &[u8],
+    msgflg: i32,
+) -> SysResult<i32> {
     // With IPC_NOWAIT, a lock is waited for NOWAIT_LOCK_NS at most
     // (its holder stopped, or a hostile word): EAGAIN, as a full queue.
     let _bound = crate::lock::bound_for(None, msgflg & abi::IPC_NOWAIT != 0);
-    msgsnd_bounded(a, mark, cred, msqid, mtype, text, msgflg)
-        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+    msgsnd_bounded(a, mark, cred, msqid, mtype, text, msgflg).map_err(|e| {
+        if e.0 == libc::ETIMEDOUT {
+            Errno::EAGAIN
+        } else {
+            e
+        }
+    })
 }
 
-fn msgsnd_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+fn msgsnd_bounded(
+    a: &Session,
+    mark: wait::Mark,
+    cred: &Cred,
+    msqid: i32,
+    mtype: i64,
+    text: &[u8],
+    msgflg: i32,
+) -> SysResult<i32> {
     let msgmax = a.header().limits.msgmax.load(Relaxed);
     // "if (msgsz > ns->msg_ctlmax || (long) msgsz < 0 || msqid < 0)
     // return -EINVAL;"
@@ -106,7 +134,6 @@ fn msgsnd_bounded(a: &Session, mark: wait::Mark, cred: &Cred, msqid: i32, mtype:
     drop(g);
     r.map(|()| 0)
 }
-
 
 /// The message into the queue (it fits): handed to a waiting receiver, or
 /// linked at the tail. Queue lock held.

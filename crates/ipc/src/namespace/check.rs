@@ -3,13 +3,13 @@
 //! `ipcns ns info` reports. Taking each registry lock first lets a pending
 //! repair run, as any caller's would.
 
-use crate::session::Session;
 use crate::keys;
 use crate::msg::MsgKind;
 use crate::namespace::Namespace;
 use crate::object::{LIVE, Slot};
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg};
 use crate::sem::SemKind;
+use crate::session::Session;
 use crate::shm::ShmKind;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -53,7 +53,7 @@ impl Namespace {
         // A lock kept by a live participant (stopped, say) is not waited
         // for past CHECK_NS: what it guards is reported unchecked.
         let _bound = crate::lock::gate::lock_limit(
-            crate::lock::monotonic_ns().saturating_add(CHECK_NS),
+            crate::sys::time::monotonic_ns().saturating_add(CHECK_NS),
         );
         let mut p = Vec::new();
         let census = Census {
@@ -112,7 +112,9 @@ fn check_kind<K: Kind>(a: &Session, out: &mut Vec<String>) -> u32 {
         let h = s.head();
         let state = h.state.load(Relaxed);
         if state != LIVE {
-            e(format!("index {idx}: used, but its slot is in state {state}"));
+            e(format!(
+                "index {idx}: used, but its slot is in state {state}"
+            ));
             continue;
         }
         // Locking the object runs its repair, as any caller's lock would.
@@ -171,7 +173,10 @@ fn check_procs(a: &Session, out: &mut Vec<String>) {
     match crate::proc::table(a) {
         Err(e) => out.push(format!("procs: table: {e}")),
         Ok(t) => {
-            for r in t.iter().filter(|r| r.state.load(Relaxed) == crate::proc::LIVE) {
+            for r in t
+                .iter()
+                .filter(|r| r.state.load(Relaxed) == crate::proc::LIVE)
+            {
                 let pid = r.pid.load(Relaxed);
                 if !crate::lock::process_alive(pid, r.start.load(Relaxed)) && out.len() < 200 {
                     out.push(format!(

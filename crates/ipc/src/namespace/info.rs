@@ -100,7 +100,11 @@ impl Namespace {
     /// Runs `f` holding mechanism `m`'s registry lock (tests: a holder that
     /// stops or dies with the lock held).
     #[cfg(feature = "testing")]
-    pub fn hold_registry<R>(&self, m: Mech, f: impl FnOnce() -> R) -> Result<R, crate::errno::Errno> {
+    pub fn hold_registry<R>(
+        &self,
+        m: Mech,
+        f: impl FnOnce() -> R,
+    ) -> Result<R, crate::errno::Errno> {
         let _g = self.arena().header().registries[m as usize].lock.lock()?;
         Ok(f())
     }

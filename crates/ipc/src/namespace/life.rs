@@ -27,7 +27,6 @@
 //! keep a lock past the limit) is not finished at exit: the reapers finish
 //! it once it is gone, which is always exact, only later.
 
-use crate::session::Session;
 use crate::errno::Errno;
 use crate::ids::Bitmap;
 use crate::lock::{TID_MASK, gate};
@@ -35,6 +34,7 @@ use crate::msg::MsgKind;
 use crate::namespace::Namespace;
 use crate::registry::{Kind, lock_object, used_slot};
 use crate::sem::SemKind;
+use crate::session::Session;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// How long an exit waits for the arena's locks, in all.

@@ -185,7 +185,10 @@ impl Namespace {
     /// caller's (mapped from, never closed; a number not open is EBADF):
     /// for a process that cannot make a duplicate of the one handed down
     /// (RLIMIT_NOFILE reached). The mapping needs no descriptor afterwards.
-    pub fn open_fd_in_place(fd: std::os::fd::RawFd, hint: Option<&Path>) -> Result<Namespace, ArenaError> {
+    pub fn open_fd_in_place(
+        fd: std::os::fd::RawFd,
+        hint: Option<&Path>,
+    ) -> Result<Namespace, ArenaError> {
         let path = Namespace::path_of_fd(fd, hint)?;
         Ok(Namespace::of(
             path.display().to_string(),

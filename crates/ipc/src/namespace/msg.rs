@@ -28,7 +28,14 @@ impl Namespace {
     ///
     /// msgop(2); ipc/msg.c `do_msgsnd`.
     #[inline]
-    pub fn msgsnd(&self, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+    pub fn msgsnd(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        mtype: i64,
+        text: &[u8],
+        msgflg: i32,
+    ) -> SysResult<i32> {
         crate::msg::send::msgsnd(&self.session, cred, msqid, mtype, text, msgflg)
     }
 
@@ -36,7 +43,15 @@ impl Namespace {
     /// [`Namespace::semtimedop_since`]).
     #[doc(hidden)]
     #[inline]
-    pub fn msgsnd_since(&self, mark: wait::Mark, cred: &Cred, msqid: i32, mtype: i64, text: &[u8], msgflg: i32) -> SysResult<i32> {
+    pub fn msgsnd_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        mtype: i64,
+        text: &[u8],
+        msgflg: i32,
+    ) -> SysResult<i32> {
         crate::msg::send::msgsnd_since(&self.session, mark, cred, msqid, mtype, text, msgflg)
     }
     /// `msgrcv(msqid, msgp, msgsz, msgtyp, msgflg)`, with `buf` as
@@ -44,13 +59,27 @@ impl Namespace {
     ///
     /// msgop(2); ipc/msg.c `do_msgrcv`.
     #[inline]
-    pub fn msgrcv(&self, cred: &Cred, msqid: i32, buf: &mut [u8], msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    pub fn msgrcv(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut [u8],
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         crate::msg::recv::msgrcv(&self.session, cred, msqid, buf, msgtyp, msgflg)
     }
 
     /// [`Namespace::msgrcv`] into a [`RecvBuf`]: `buf.cap()` is `msgsz`.
     #[inline]
-    pub fn msgrcv_into(&self, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    pub fn msgrcv_into(
+        &self,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         crate::msg::recv::msgrcv_into(&self.session, cred, msqid, buf, msgtyp, msgflg)
     }
 
@@ -58,7 +87,15 @@ impl Namespace {
     /// [`Namespace::semtimedop_since`]).
     #[doc(hidden)]
     #[inline]
-    pub fn msgrcv_into_since(&self, mark: wait::Mark, cred: &Cred, msqid: i32, buf: &mut dyn RecvBuf, msgtyp: i64, msgflg: i32) -> SysResult<(i64, usize)> {
+    pub fn msgrcv_into_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        msqid: i32,
+        buf: &mut dyn RecvBuf,
+        msgtyp: i64,
+        msgflg: i32,
+    ) -> SysResult<(i64, usize)> {
         crate::msg::recv::msgrcv_into_since(&self.session, mark, cred, msqid, buf, msgtyp, msgflg)
     }
 }

@@ -11,12 +11,12 @@
 //! Lock state: takes no lock (a snapshot; the fuzzer lists regions of an
 //! arena nobody else is using).
 
-use crate::session::Session;
 use crate::arena::header::{Header, HeapState, Limits, Registry};
 use crate::arena::layout::Mech;
 use crate::heap::{CacheStack, CpuCache};
 use crate::namespace::Namespace;
 use crate::object::{Head, MsgSlot, Sem, SemSlot, ShmSlot};
+use crate::session::Session;
 use core::mem::{offset_of, size_of, size_of_val};
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
@@ -290,9 +290,8 @@ fn caches(a: &Session, out: &mut Out) {
             if c > 0 && st.count.load(Relaxed) == 0 {
                 continue;
             }
-            let at = base
-                + offset_of!(CpuCache, stacks) as u64
-                + (c * size_of::<CacheStack>()) as u64;
+            let at =
+                base + offset_of!(CpuCache, stacks) as u64 + (c * size_of::<CacheStack>()) as u64;
             out.push(
                 format!("heap.cache[{cpu}].class[{c}]"),
                 at,

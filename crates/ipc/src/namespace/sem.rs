@@ -1,9 +1,9 @@
 //! The public face of the sem mechanism: [`Namespace`]'s methods over `crate::sem`.
 
 use super::Namespace;
+use crate::abi::sembuf;
 use crate::creds::Cred;
 use crate::errno::SysResult;
-use crate::abi::sembuf;
 use crate::sem::SemArg;
 use crate::wait;
 
@@ -22,7 +22,14 @@ impl Namespace {
     /// ipc/sem.c `ksys_semctl`, `semctl_info`, `semctl_stat`, `semctl_main`,
     /// `semctl_setval`, `semctl_down`.
     #[inline]
-    pub fn semctl(&self, cred: &Cred, semid: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32> {
+    pub fn semctl(
+        &self,
+        cred: &Cred,
+        semid: i32,
+        semnum: i32,
+        cmd: i32,
+        arg: SemArg<'_>,
+    ) -> SysResult<i32> {
         crate::sem::semctl(&self.session, cred, semid, semnum, cmd, arg)
     }
     /// `semop(semid, sops, nsops)`: `semtimedop` without a timeout.
@@ -37,7 +44,13 @@ impl Namespace {
     /// their inverse in the caller's undo entry for the set (`undo.rs`),
     /// applied when the process exits.
     #[inline]
-    pub fn semtimedop(&self, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+    pub fn semtimedop(
+        &self,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
         crate::sem::op::semtimedop(&self.session, cred, semid, sops, timeout)
     }
 
@@ -46,7 +59,14 @@ impl Namespace {
     /// a signal handler noted since then makes its sleep fail with EINTR.
     #[doc(hidden)]
     #[inline]
-    pub fn semtimedop_since(&self, mark: wait::Mark, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+    pub fn semtimedop_since(
+        &self,
+        mark: wait::Mark,
+        cred: &Cred,
+        semid: i32,
+        sops: &[sembuf],
+        timeout: Option<&libc::timespec>,
+    ) -> SysResult<i32> {
         crate::sem::op::semtimedop_since(&self.session, mark, cred, semid, sops, timeout)
     }
 }

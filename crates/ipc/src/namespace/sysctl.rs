@@ -40,21 +40,15 @@ fn numbers(text: &str) -> Option<Vec<i128>> {
             None => (false, w),
         };
         let b = digits.as_bytes();
-        let (radix, digits) = if b.len() > 2
-            && b[0] == b'0'
-            && (b[1] | 0x20) == b'x'
-            && b[2].is_ascii_hexdigit()
-        {
-            (16, &digits[2..])
-        } else if b.first() == Some(&b'0') {
-            (8, digits)
-        } else {
-            (10, digits)
-        };
-        if digits.is_empty()
-            || !digits.chars().all(|c| c.is_digit(radix))
-            || digits.len() > 30
-        {
+        let (radix, digits) =
+            if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
+                (16, &digits[2..])
+            } else if b.first() == Some(&b'0') {
+                (8, digits)
+            } else {
+                (10, digits)
+            };
+        if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) || digits.len() > 30 {
             return None;
         }
         let n = i128::from_str_radix(digits, radix).ok()?;

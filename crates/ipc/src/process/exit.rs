@@ -68,7 +68,13 @@ fn claimed<'a>(a: &'a Session, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<
 /// freed meanwhile, and a finisher killed anywhere leaves a record the
 /// next one finishes exactly (at worst an entry unlinked and not yet freed
 /// leaks).
-pub fn finish(a: &Session, idx: u32, pid: i32, start: Option<u64>, what: Finish) -> Result<bool, Errno> {
+pub fn finish(
+    a: &Session,
+    idx: u32,
+    pid: i32,
+    start: Option<u64>,
+    what: Finish,
+) -> Result<bool, Errno> {
     let ok = move |r: &Proc| {
         r.state.load(Relaxed) == LIVE
             && r.pid.load(Relaxed) == pid
@@ -141,7 +147,12 @@ fn apply_undos(a: &Session, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> 
 
 /// Drops each attachment of claimed record `idx` (`exit_shm`: the
 /// mappings go with the address space).
-fn drop_attachments(a: &Session, idx: u32, pid: i32, ok: &impl Fn(&Proc) -> bool) -> Result<(), Errno> {
+fn drop_attachments(
+    a: &Session,
+    idx: u32,
+    pid: i32,
+    ok: &impl Fn(&Proc) -> bool,
+) -> Result<(), Errno> {
     {
         let _g = lock(a)?;
         crate::shm::attach::cut_cycle(a, claimed(a, idx, ok)?);
@@ -173,7 +184,8 @@ pub fn release_unborn(a: &Session, idx: u32, nonce: u64) -> Result<(), Errno> {
         r.state.store(RELEASING, Relaxed);
         r.pid.load(Relaxed)
     };
-    let ok = move |r: &Proc| r.state.load(Relaxed) == RELEASING && r.spare[0].load(Relaxed) == nonce;
+    let ok =
+        move |r: &Proc| r.state.load(Relaxed) == RELEASING && r.spare[0].load(Relaxed) == nonce;
     if !claim(a, idx, &ok)? {
         return Ok(());
     }
@@ -199,7 +211,7 @@ pub fn release_unborn(a: &Session, idx: u32, nonce: u64) -> Result<(), Errno> {
 mod deaths {
     #![allow(unsafe_code)]
 
-    use crate::abi::{IPC_CREAT, SEM_UNDO, SETVAL, GETVAL, sembuf};
+    use crate::abi::{GETVAL, IPC_CREAT, SEM_UNDO, SETVAL, sembuf};
     use crate::namespace::Namespace;
     use crate::sem::SemArg;
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -11,7 +11,6 @@
 //! is rolled forward by the next locker.
 
 use crate::abi::{self, semid64_ds, seminfo};
-use crate::session::Session;
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
@@ -20,6 +19,7 @@ use crate::limits::{SEMAEM, SEMMNS, SEMOPM, SEMVMX};
 use crate::object::{INLINE_SEMS, Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{self, Found, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use crate::wait;
 use core::sync::atomic::AtomicU64;
@@ -95,7 +95,10 @@ impl Kind for SemKind {
         for off in undo::of_set(a, s) {
             match undo::head(a, off) {
                 Ok(h) if h.nsems.load(Relaxed) != n => {
-                    out.push(format!("undo entry {off:#x} is for {} semaphores, the set has {n}", h.nsems.load(Relaxed)));
+                    out.push(format!(
+                        "undo entry {off:#x} is for {} semaphores, the set has {n}",
+                        h.nsems.load(Relaxed)
+                    ));
                 }
                 Ok(_) => {}
                 Err(_) => out.push(format!("undo list links to {off:#x}, not an entry")),
@@ -325,7 +328,13 @@ pub enum SemArg<'a> {
 }
 
 /// [`Namespace::semget`](crate::Namespace::semget)'s work.
-pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32) -> SysResult<i32> {
+pub(crate) fn semget(
+    a: &Session,
+    cred: &Cred,
+    key: i32,
+    nsems: i32,
+    semflg: i32,
+) -> SysResult<i32> {
     let lim = &a.header().limits;
     // ksys_semget: "if (nsems < 0 || nsems > ns->sc_semmsl) return -EINVAL".
     if nsems < 0 || nsems > lim.semmsl.load(Relaxed) {
@@ -366,7 +375,9 @@ pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32
         return Err(Errno::EINVAL);
     }
     // newary: "if (ns->used_sems + nsems > ns->sc_semmns) return -ENOSPC".
-    if reg.r.used.load(Relaxed).saturating_add(nsems as u64) > lim.semmns.load(Relaxed).max(0) as u64 {
+    if reg.r.used.load(Relaxed).saturating_add(nsems as u64)
+        > lim.semmns.load(Relaxed).max(0) as u64
+    {
         return Err(Errno::ENOSPC);
     }
     // The array, before an index is taken (sem_alloc precedes ipc_addid).
@@ -406,7 +417,14 @@ pub(crate) fn semget(a: &Session, cred: &Cred, key: i32, nsems: i32, semflg: i32
 }
 
 /// [`Namespace::semctl`](crate::Namespace::semctl)'s work.
-pub(crate) fn semctl(a: &Session, cred: &Cred, semid: i32, semnum: i32, cmd: i32, arg: SemArg<'_>) -> SysResult<i32> {
+pub(crate) fn semctl(
+    a: &Session,
+    cred: &Cred,
+    semid: i32,
+    semnum: i32,
+    cmd: i32,
+    arg: SemArg<'_>,
+) -> SysResult<i32> {
     // ksys_semctl: "if (semid < 0) return -EINVAL".
     if semid < 0 {
         return Err(Errno::EINVAL);
@@ -475,9 +493,14 @@ fn sem_info(a: &Session, cmd: i32, out: &mut seminfo) -> SysResult<i32> {
     Ok(ctl::info_maxidx(&reg))
 }
 
-
 /// semctl_stat.
-fn sem_stat(a: &Session, cred: &Cred, semid: i32, cmd: i32, out: &mut semid64_ds) -> SysResult<i32> {
+fn sem_stat(
+    a: &Session,
+    cred: &Cred,
+    semid: i32,
+    cmd: i32,
+    out: &mut semid64_ds,
+) -> SysResult<i32> {
     *out = semid64_ds::default();
     let (id, s, _g) = ctl::stat_lookup::<SemKind>(
         a,
@@ -627,7 +650,10 @@ fn sem_setval(a: &Session, cred: &Cred, semid: i32, semnum: i32, val: i32) -> Sy
         let journal = a.alloc(16)?;
         let words: &[AtomicU64] = a.view_slice(journal, 2)?;
         words[0].store(semnum as u64, Relaxed);
-        words[1].store(u64::from(val as u32) | (u64::from(cred.pid as u32) << 32), Relaxed);
+        words[1].store(
+            u64::from(val as u32) | (u64::from(cred.pid as u32) << 32),
+            Relaxed,
+        );
         s.journal_len.store(2, Relaxed);
         s.journal_off.store(journal, Relaxed);
         s.journal_op.store(JOURNAL_SETVAL, Relaxed);

@@ -23,17 +23,17 @@
 
 use super::{JOURNAL_SEMOP, SemKind, sems, undo};
 use crate::abi::{self, sembuf};
-use crate::session::Session;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::limits::{SEMAEM, SEMVMX};
 use crate::object::{Sem, SemSlot};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{Found, Kind, lock_object, obtain, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use crate::wait::{self, Slept, Waiter};
-use core::sync::atomic::{AtomicU16, AtomicU64};
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU16, AtomicU64};
 
 /// What trying an operation array on the current values gives.
 enum Attempt {
@@ -86,12 +86,7 @@ impl Scratch {
     }
 }
 
-fn attempt(
-    sems: &[Sem],
-    sops: &[sembuf],
-    adj: Option<&[AtomicU16]>,
-    buf: &mut [Touch],
-) -> Attempt {
+fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>, buf: &mut [Touch]) -> Attempt {
     let mut len = 0usize;
     for sop in sops {
         let n = sop.sem_num;
@@ -232,7 +227,8 @@ fn saved_ops(a: &Session, w: &Waiter) -> SysResult<Vec<sembuf>> {
     // Sized by the arena: an allocation that fails is ENOMEM, never an
     // abort.
     let mut out = Vec::new();
-    out.try_reserve_exact(words.len()).map_err(|_| Errno::ENOMEM)?;
+    out.try_reserve_exact(words.len())
+        .map_err(|_| Errno::ENOMEM)?;
     out.extend(words.iter().map(|w| {
         let v = w.load(Relaxed);
         sembuf {
@@ -259,7 +255,11 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
         // A record we cannot read (or whose operations cannot be copied
         // here): end its wait.
         Err(e) => {
-            let status = if e == Errno::ENOMEM { libc::ENOMEM } else { libc::EIDRM };
+            let status = if e == Errno::ENOMEM {
+                libc::ENOMEM
+            } else {
+                libc::EIDRM
+            };
             wait::complete(a, &s.queue, off, status)?;
             return Ok(Retry::Left {
                 altered: false,
@@ -457,14 +457,27 @@ pub(crate) fn semop(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf]) -> Sy
 }
 
 /// [`Namespace::semtimedop`](crate::Namespace::semtimedop)'s work.
-pub(crate) fn semtimedop(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+pub(crate) fn semtimedop(
+    a: &Session,
+    cred: &Cred,
+    semid: i32,
+    sops: &[sembuf],
+    timeout: Option<&libc::timespec>,
+) -> SysResult<i32> {
     // The call starts: a signal handler noted from now on makes a
     // sleep of this call fail with EINTR.
     semtimedop_since(a, wait::Mark::now(), cred, semid, sops, timeout)
 }
 
 /// [`Namespace::semtimedop_since`](crate::Namespace::semtimedop_since)'s work.
-pub(crate) fn semtimedop_since(a: &Session, mark: wait::Mark, cred: &Cred, semid: i32, sops: &[sembuf], timeout: Option<&libc::timespec>) -> SysResult<i32> {
+pub(crate) fn semtimedop_since(
+    a: &Session,
+    mark: wait::Mark,
+    cred: &Cred,
+    semid: i32,
+    sops: &[sembuf],
+    timeout: Option<&libc::timespec>,
+) -> SysResult<i32> {
     let lim = &a.header().limits;
     // do_semtimedop: "if (nsops > ns->sc_semopm) return -E2BIG;" (an
     // unsigned compare: a negative semopm sets no limit), then "if
@@ -484,11 +497,22 @@ pub(crate) fn semtimedop_since(a: &Session, mark: wait::Mark, cred: &Cred, semid
     // timeout or the wait would have answered.
     let nowait = sops.iter().any(|o| o.sem_flg & abi::IPC_NOWAIT as i16 != 0);
     let _bound = crate::lock::bound_for(deadline, nowait);
-    semtimedop_bounded(a, cred, semid, sops, (deadline, mark))
-        .map_err(|e| if e.0 == libc::ETIMEDOUT { Errno::EAGAIN } else { e })
+    semtimedop_bounded(a, cred, semid, sops, (deadline, mark)).map_err(|e| {
+        if e.0 == libc::ETIMEDOUT {
+            Errno::EAGAIN
+        } else {
+            e
+        }
+    })
 }
 
-fn semtimedop_bounded(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], when: (Option<u64>, wait::Mark)) -> SysResult<i32> {
+fn semtimedop_bounded(
+    a: &Session,
+    cred: &Cred,
+    semid: i32,
+    sops: &[sembuf],
+    when: (Option<u64>, wait::Mark),
+) -> SysResult<i32> {
     let max = sops.iter().map(|o| o.sem_num).max().unwrap_or(0);
     let undos = sops.iter().any(|o| o.sem_flg & abi::SEM_UNDO != 0);
     let alter = sops.iter().any(|o| o.sem_op != 0);
@@ -520,7 +544,15 @@ fn semtimedop_bounded(a: &Session, cred: &Cred, semid: i32, sops: &[sembuf], whe
 
 /// One try of [`Namespace::semtimedop`] after its checks: lock, do or
 /// queue, sleep. RESTART when the sleep was cancelled.
-fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, sops: &[sembuf], (max, undos, alter): (u16, bool, bool), (deadline, mark): (Option<u64>, wait::Mark)) -> SysResult<i32> {
+fn semtimedop_try(
+    a: &Session,
+    cred: &Cred,
+    f: &Found<'_, SemSlot>,
+    semid: i32,
+    sops: &[sembuf],
+    (max, undos, alter): (u16, bool, bool),
+    (deadline, mark): (Option<u64>, wait::Mark),
+) -> SysResult<i32> {
     let s = f.slot;
     let waiter = {
         let _g = lock_object::<SemKind>(a, s)?;
@@ -558,9 +590,7 @@ fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, 
                 return Ok(0);
             }
             Attempt::Fail(e) => return Err(e),
-            Attempt::Block { sem_num, zero } => {
-                enqueue(a, s, cred, sops, sem_num, zero, entry)?
-            }
+            Attempt::Block { sem_num, zero } => enqueue(a, s, cred, sops, sem_num, zero, entry)?,
         }
     };
     let w = wait::at(a, waiter)?;
@@ -594,7 +624,11 @@ fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, 
                         // A waker finished it first: its result.
                         Some(status) => {
                             wait::release(a, waiter);
-                            if status == 0 { Ok(0) } else { Err(Errno(status)) }
+                            if status == 0 {
+                                Ok(0)
+                            } else {
+                                Err(Errno(status))
+                            }
                         }
                         None if gave_up == Slept::TimedOut => Err(Errno::EAGAIN),
                         None => Err(Errno::EINTR),
@@ -622,7 +656,6 @@ fn semtimedop_try(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, semid: i32, 
         Err(Errno(result))
     }
 }
-
 
 /// How long a sleeper whose wait ended waits for its set's lock to leave
 /// the queue, before it abandons its record (`wait::abandon`).
@@ -655,7 +688,9 @@ fn enqueue(
     let words: &[AtomicU64] = a.view_slice(ops, sops.len())?;
     for (w, o) in words.iter().zip(sops) {
         w.store(
-            u64::from(o.sem_num) | (u64::from(o.sem_op as u16) << 16) | (u64::from(o.sem_flg as u16) << 32),
+            u64::from(o.sem_num)
+                | (u64::from(o.sem_op as u16) << 16)
+                | (u64::from(o.sem_flg as u16) << 32),
             Relaxed,
         );
     }

@@ -51,7 +51,8 @@ pub fn shown(arena: usize, idx: u32, generation: u64, nsems: u32) {
     e.arena.store(0, Relaxed);
     fence(Release);
     e.generation.store(generation, Relaxed);
-    e.size.store((u64::from(idx) << 32) | u64::from(nsems), Relaxed);
+    e.size
+        .store((u64::from(idx) << 32) | u64::from(nsems), Relaxed);
     e.arena.store(arena, Release);
 }
 
@@ -63,5 +64,6 @@ pub fn size(arena: usize, idx: u32, generation: u64) -> Option<u32> {
     }
     let (g, w) = (e.generation.load(Relaxed), e.size.load(Relaxed));
     fence(Acquire);
-    (e.arena.load(Relaxed) == arena && g == generation && (w >> 32) as u32 == idx).then_some(w as u32)
+    (e.arena.load(Relaxed) == arena && g == generation && (w >> 32) as u32 == idx)
+        .then_some(w as u32)
 }

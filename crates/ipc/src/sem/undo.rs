@@ -26,11 +26,11 @@
 //! `nsems` 16-bit adjustments.
 
 use super::sems;
-use crate::session::Session;
 use crate::chain::Chain;
 use crate::errno::Errno;
 use crate::object::SemSlot;
 use crate::proc::{self, Proc};
+use crate::session::Session;
 use crate::wait;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64};
@@ -161,7 +161,8 @@ fn prune_applied(a: &Session, r: &Proc) {
     // One pass, from the head each time an entry goes (bounded by the
     // list's walk).
     for _ in 0..crate::chain::MAX_LINKS {
-        let Some(off) = of_proc(a, r).find(|&off| head(a, off).is_ok_and(|h| h.applied.load(Relaxed) != 0))
+        let Some(off) =
+            of_proc(a, r).find(|&off| head(a, off).is_ok_and(|h| h.applied.load(Relaxed) != 0))
         else {
             return;
         };
@@ -260,7 +261,6 @@ pub fn orphan_all(a: &Session, s: &SemSlot) {
     }
     s.undos.store(0, Relaxed);
 }
-
 
 /// Ends the wait of every sleeper on the set whose operation names undo
 /// entry `off`: a live one's (a process that is ending) with EINTR, a dead

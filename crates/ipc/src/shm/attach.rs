@@ -22,7 +22,6 @@
 
 use super::ShmKind;
 use crate::abi;
-use crate::session::Session;
 use crate::chain::Chain;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
@@ -30,6 +29,7 @@ use crate::object::ShmSlot;
 use crate::perm;
 use crate::proc;
 use crate::registry::{self, Reg, lock_object, obtain, still_valid};
+use crate::session::Session;
 use crate::time::now;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicU32, AtomicU64};
@@ -116,11 +116,13 @@ pub(super) fn repair(a: &Session, s: &ShmSlot) {
     if let Ok(e) = entry(a, s.journal_attach.load(Relaxed)) {
         match (op, e.state.load(Relaxed)) {
             (JOURNAL_COUNT, PENDING) => {
-                s.nattch.store(s.nattch.load(Relaxed).saturating_add(1), Relaxed);
+                s.nattch
+                    .store(s.nattch.load(Relaxed).saturating_add(1), Relaxed);
                 e.state.store(COUNTED, Relaxed);
             }
             (JOURNAL_UNCOUNT, COUNTED) => {
-                s.nattch.store(s.nattch.load(Relaxed).saturating_sub(1), Relaxed);
+                s.nattch
+                    .store(s.nattch.load(Relaxed).saturating_sub(1), Relaxed);
                 e.state.store(DETACHED, Relaxed);
             }
             _ => {}
@@ -314,7 +316,6 @@ pub fn inherit(a: &Session, parent: u32) -> SysResult<()> {
     count_copies(a, entries, me, ppid)
 }
 
-
 /// The counted attachments of record `idx`, if it is process `pid`'s:
 /// `(addr, (size, len), idx, generation)`. (An index cached by a process may be
 /// its own parent's, inherited through a fork when it had no record of its
@@ -344,12 +345,7 @@ type Copied = (u64, (u64, u64), u32, u64);
 
 /// Adds `entries` (from [`counted`]) to record `to`, each counted, with
 /// `lpid` as the last operator.
-pub(crate) fn count_copies(
-    a: &Session,
-    entries: Vec<Copied>,
-    to: u32,
-    lpid: i32,
-) -> SysResult<()> {
+pub(crate) fn count_copies(a: &Session, entries: Vec<Copied>, to: u32, lpid: i32) -> SysResult<()> {
     for (addr, lens, idx, generation) in entries {
         let Ok(f) = registry::obtain_idx::<ShmKind>(a, idx) else {
             continue;
@@ -373,7 +369,13 @@ pub(crate) fn count_copies(
 }
 
 /// [`Namespace::shmat`](crate::Namespace::shmat)'s work.
-pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg: i32) -> SysResult<usize> {
+pub(crate) fn shmat(
+    a: &Session,
+    cred: &Cred,
+    shmid: i32,
+    shmaddr: usize,
+    shmflg: i32,
+) -> SysResult<usize> {
     // "if (shmid < 0) goto out;" (-EINVAL)
     if shmid < 0 {
         return Err(Errno::EINVAL);
@@ -406,8 +408,7 @@ pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg
     let b = super::Backing::of(s)?;
     let size = b.size;
     // The mapping first (shm_file's mmap), then the count.
-    let (mapped, len) =
-        super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
+    let (mapped, len) = super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
     let me = match a.me() {
         Ok(me) => me,
         Err(e) => {
@@ -448,8 +449,7 @@ pub(crate) fn shmat(a: &Session, cred: &Cred, shmid: i32, shmaddr: usize, shmflg
                 .filter(|&o| {
                     entry(a, o).is_ok_and(|e| {
                         let s0 = e.addr.load(Relaxed);
-                        s0 >= mapped as u64
-                            && s0.saturating_add(mapped_len(e) as u64) <= end
+                        s0 >= mapped as u64 && s0.saturating_add(mapped_len(e) as u64) <= end
                     })
                 })
                 .collect()
@@ -499,7 +499,6 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
     forget(a, me, off)?;
     Ok(0)
 }
-
 
 /// Repairs the segment's attachment journal as its lock's repair.
 pub(super) fn repair_slot(a: &Session, s: &ShmSlot) -> Result<(), Errno> {

@@ -196,7 +196,8 @@ fn mounts() -> Vec<PathBuf> {
     let Ok(text) = fs::read_to_string(Path::new("/proc/self/mountinfo")) else {
         return out;
     };
-    let found = text.lines()
+    let found = text
+        .lines()
         .filter_map(|l| {
             let (mine, theirs) = l.split_once(" - ")?;
             (theirs.split(' ').next()? == "hugetlbfs").then_some(())?;

@@ -33,10 +33,7 @@ pub fn record(addr: usize, len: usize) {
     let h = home(addr);
     for i in 0..N {
         let k = (h + i) % N;
-        if ADDR[k]
-            .compare_exchange(0, BUSY, Acquire, Relaxed)
-            .is_ok()
-        {
+        if ADDR[k].compare_exchange(0, BUSY, Acquire, Relaxed).is_ok() {
             LEN[k].store(len, Relaxed);
             // Release: a reader that sees the address sees the length.
             ADDR[k].store(addr, Release);

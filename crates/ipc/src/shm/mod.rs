@@ -13,10 +13,9 @@
 //! As sem.rs. Registry counter `used` = `shm_tot`, the pages of all
 //! segments (`ceil(size / 4096)` each).
 
-use crate::session::Session;
 use crate::abi::{self, shm_info, shmid64_ds, shminfo64};
-use crate::arena::layout::Mech;
 use crate::arena;
+use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::ctl;
 use crate::errno::{Errno, SysResult};
@@ -24,8 +23,9 @@ use crate::ids::Bitmap;
 use crate::limits::SHMMIN;
 use crate::object::ShmSlot;
 use crate::registry::{self, IPC_PRIVATE, Kind, Reg, lock_object, obtain, still_valid};
-use crate::time::now;
+use crate::session::Session;
 use crate::sys::fs;
+use crate::time::now;
 use core::sync::atomic::Ordering::Relaxed;
 use std::path::{Path, PathBuf};
 
@@ -145,11 +145,12 @@ pub(crate) fn map_segment(
     let prot = libc::PROT_READ
         | if rdonly { 0 } else { libc::PROT_WRITE }
         | if exec { libc::PROT_EXEC } else { 0 };
-    let mapped = crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
-        Errno::EEXIST => Errno::EINVAL,
-        Errno::EACCES | Errno::EPERM => Errno::EACCES,
-        _ => Errno::ENOMEM,
-    })?;
+    let mapped =
+        crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
+            Errno::EEXIST => Errno::EINVAL,
+            Errno::EACCES | Errno::EPERM => Errno::EACCES,
+            _ => Errno::ENOMEM,
+        })?;
     Ok((mapped, len))
 }
 
@@ -182,7 +183,9 @@ pub(crate) fn rss_bytes(a: &Session, s: &ShmSlot) -> u64 {
 fn shown_size(a: &Session, s: &ShmSlot) -> u64 {
     let size = s.size.load(Relaxed);
     match Huge::of(s) {
-        Ok(None) => fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size)),
+        Ok(None) => {
+            fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size))
+        }
         _ => size,
     }
 }
@@ -317,8 +320,7 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
         // MAP_NORESERVE mapping the kernel cannot back; made by path
         // when the process has no descriptor to spare (`arena/file.rs`).
         let reserve = shmflg & abi::SHM_NORESERVE == 0;
-        let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve)
-        else {
+        let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve) else {
             return Err(Errno::ENOMEM);
         };
         (None, (path, FileId::of_stat(&m)))
@@ -346,7 +348,13 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
 }
 
 /// [`Namespace::shmctl`](crate::Namespace::shmctl)'s work.
-pub(crate) fn shmctl(a: &Session, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg<'_>) -> SysResult<i32> {
+pub(crate) fn shmctl(
+    a: &Session,
+    cred: &Cred,
+    shmid: i32,
+    cmd: i32,
+    arg: ShmArg<'_>,
+) -> SysResult<i32> {
     let lim = &a.header().limits;
     // "if (cmd < 0 || shmid < 0) return -EINVAL".
     if cmd < 0 || shmid < 0 {
@@ -471,7 +479,6 @@ pub(crate) fn shmctl(a: &Session, cred: &Cred, shmid: i32, cmd: i32, arg: ShmArg
         _ => Err(Errno::EINVAL),
     }
 }
-
 
 /// `shm_destroy_orphaned`, and `exit_shm` observed late: with
 /// shm_rmid_forced set, segments nobody has attached whose creator has
