@@ -315,28 +315,9 @@ fn bench_msg_json_and_table() {
 fn preload_lib() -> std::path::PathBuf {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipcns-bench"));
     let profile_dir = bin.parent().expect("profile directory");
-    let target = profile_dir.parent().expect("target directory");
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") => "dev",
-        Some(other) => other,
-        None => panic!("no profile directory in {}", bin.display()),
-    };
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--locked",
-            "-p",
-            "ipcns-preload",
-            "--profile",
-            profile,
-        ])
-        .arg("--target-dir")
-        .arg(target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run cargo");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    profile_dir.join("libipcns.so")
+    ipcns_testkit::preload::build(profile_dir)
+        .unwrap_or_else(|why| panic!("{why}"))
+        .to_path_buf()
 }
 
 /// `bench preload`: every library and core number measured; the

@@ -162,13 +162,3 @@ impl Namespace {
         self.arena().header().limits.msgmax.load(Relaxed)
     }
 }
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let id = self.arena().id();
-        crate::lock::forget_arena(id.dev, id.ino);
-        crate::process::fork::unregister(self.arena());
-        // Errors cannot be reported from a drop; the next reaper retries.
-        let _ = crate::process::exit(self.arena());
-    }
-}

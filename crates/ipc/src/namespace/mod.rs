@@ -339,3 +339,15 @@ impl Namespace {
         )
     }
 }
+
+/// Leaving a namespace is the process's exit from it (`process::exit`):
+/// its undo entries applied; its attachments stay counted while mapped.
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let id = self.arena().id();
+        crate::lock::forget_arena(id.dev, id.ino);
+        crate::process::fork::unregister(self.arena());
+        // Errors cannot be reported from a drop; the next reaper retries.
+        let _ = crate::process::exit(self.arena());
+    }
+}
