@@ -7,7 +7,7 @@
 //! `cred_gen` @16, `cred` @24, `main` (key, lo, hi) @32.
 
 use crate::once::{Current, Published};
-use crate::user::Bounds;
+use crate::user::bounds::Bounds;
 use core::sync::atomic::AtomicU64;
 use ipcns_core::{Cred, Namespace};
 

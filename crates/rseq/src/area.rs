@@ -36,9 +36,8 @@
 
 #![allow(unsafe_code)]
 
-use crate::Errno;
 use crate::abi::{self, Rseq};
-use crate::mode::Mode;
+use crate::kinds::{Errno, Mode};
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicIsize, Ordering};

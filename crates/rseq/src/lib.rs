@@ -60,6 +60,7 @@ mod area;
 mod counter;
 mod cpus;
 mod freelist;
+mod kinds;
 mod mode;
 pub mod ops;
 mod percpu;
@@ -67,9 +68,10 @@ mod percpu;
 pub use counter::PerCpuCounter;
 pub use cpus::{parse_cpu_list, possible_cpus, possible_cpus_from};
 pub use freelist::FreeList;
+pub use kinds::{Errno, Mode};
 pub use mode::{
-    Errno, Info, Mode, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid,
-    mm_cid_available, mode, node_id, sched_getcpu, thread_registered,
+    Info, ThreadArea, cpu_id, cpu_id_start, current_cpu, info, mm_cid, mm_cid_available, mode,
+    node_id, sched_getcpu, thread_registered,
 };
 pub use ops::{BadCount, BadIndex, Blocks, Index, Outcome, Slots};
 pub use percpu::{PerCpu, Slot};

@@ -52,12 +52,12 @@
 //! range; the kernel checks the caller's range.
 #![allow(unsafe_code)]
 
+pub(crate) mod bounds;
 mod image;
 mod probe;
 mod stack;
 
 use image::image_contains;
-pub use stack::Bounds;
 use stack::{stack, stack_pointer};
 
 use crate::next;

@@ -20,10 +20,11 @@
 //! never dereferences its argument.
 #![allow(unsafe_code)]
 
+use super::bounds::Bounds;
 use super::sys;
 use crate::hot::HOT;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// The stack pointer.
 #[inline(always)]
@@ -40,50 +41,6 @@ pub(super) fn stack_pointer() -> usize {
         core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
     }
     sp
-}
-
-/// One thread's stack bounds, keyed by its thread pointer: a small
-/// seqlock (`key` 0 while being written).
-#[repr(C, align(8))]
-pub struct Bounds {
-    key: AtomicUsize,
-    lo: AtomicUsize,
-    hi: AtomicUsize,
-}
-
-impl Bounds {
-    pub const fn new() -> Bounds {
-        Bounds {
-            key: AtomicUsize::new(0),
-            lo: AtomicUsize::new(0),
-            hi: AtomicUsize::new(0),
-        }
-    }
-
-    /// `(lo, hi)` if the entry is `tp`'s.
-    #[inline(always)]
-    fn read(&self, tp: usize) -> Option<(usize, usize)> {
-        // Acquire, then the fence before the second look: pairs with the
-        // writer's fence and Release (a torn read shows as a changed key).
-        if self.key.load(Ordering::Acquire) != tp {
-            return None;
-        }
-        let (lo, hi) = (
-            self.lo.load(Ordering::Relaxed),
-            self.hi.load(Ordering::Relaxed),
-        );
-        fence(Ordering::Acquire);
-        (self.key.load(Ordering::Relaxed) == tp).then_some((lo, hi))
-    }
-
-    fn write(&self, tp: usize, lo: usize, hi: usize) {
-        self.key.store(0, Ordering::Relaxed);
-        // Release fence: the cleared key is seen before the new bounds.
-        fence(Ordering::Release);
-        self.lo.store(lo, Ordering::Relaxed);
-        self.hi.store(hi, Ordering::Relaxed);
-        self.key.store(tp, Ordering::Release);
-    }
 }
 
 /// Other threads' bounds, one per cache line.
@@ -141,10 +98,7 @@ extern "C" fn forget(tp: *mut c_void) {
     let tp = tp as usize;
     // Only if the entry is still this thread's (another may have taken
     // the slot since). Relaxed: a reader re-checks the key after reading.
-    let _ = STACKS[index(tp)]
-        .0
-        .key
-        .compare_exchange(tp, 0, Ordering::Relaxed, Ordering::Relaxed);
+    STACKS[index(tp)].0.forget(tp);
 }
 
 /// Arranges for `forget(tp)` when the calling thread exits.
