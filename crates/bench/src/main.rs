@@ -8,6 +8,7 @@
 //! finds it beside itself or on PATH (crates/cli/src/bench.rs).
 
 pub mod capi;
+pub mod contend;
 pub mod idmap;
 pub mod lock;
 pub mod msg;
@@ -62,6 +63,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     };
     // Hidden: the child half of the kernel measurement, run inside a fresh
     // user namespace by `bench idmap` itself.
+    if what == contend::KERNEL_CHILD {
+        return contend::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     if what == idmap::KERNEL_CHILD {
         return idmap::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
@@ -88,6 +92,7 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         }
     }
     match what.as_str() {
+        "contend" => contend::run(json).context("bench contend"),
         "idmap" => idmap::run(json).context("bench idmap"),
         "lock" => lock::run(json).context("bench lock"),
         "msg" => msg::run(json).context("bench msg"),
@@ -97,7 +102,7 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "semop" => semop::run(json).context("bench semop"),
         "shm" => shm::run(json).context("bench shm"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected idmap, lock, msg, preload, rseq, semget, semop or shm)"
+            "bench: unknown benchmark {other:?} (expected contend, idmap, lock, msg, preload, rseq, semget, semop or shm)"
         ),
     }?;
     Ok(ExitCode::SUCCESS)

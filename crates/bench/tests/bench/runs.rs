@@ -57,7 +57,8 @@ fn bench_lock_table_and_usage() {
     // `ipcns help` (its line for bench): crates/cli/tests/cli/command.rs.
     let help = d.run(&["--help"]);
     assert!(
-        text(&help.stdout).contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+        text(&help.stdout)
+            .contains("ipcns bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
     );
 }
 
@@ -400,4 +401,76 @@ fn bench_preload_table() {
     }
     assert_eq!(out.matches("goal: ").count(), 7, "{out}");
     assert!(d.entries().is_empty(), "{:?}", d.entries());
+}
+
+/// `bench contend`: a row per shape, each with ipcns's throughput (and
+/// the kernel's as root), its share of one process's, and the goals.
+#[test]
+fn bench_contend_json_and_table() {
+    let d = TempDir::new("bench-contend");
+    let o = d
+        .command(&["contend", "--json"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("{\"bench\":\"contend\",\"cpu\":\""),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+    for (shape, n) in [
+        ("lock", 1),
+        ("lock", 2),
+        ("lock", 4),
+        ("lock", 8),
+        ("queue", 1),
+        ("queue", 2),
+        ("queue", 4),
+    ] {
+        let row = format!("{{\"shape\":\"{shape}\",\"n\":{n},\"ipcns_per_s\":");
+        assert!(out.contains(&row), "no {row} in {out}");
+    }
+    assert!(out.contains("\"round_ms\":20,"), "{out}");
+    let root = effective_uid() == 0;
+    if root {
+        assert!(out.contains("\"kernel_missing\":null"), "{out}");
+        assert!(
+            out.contains("{\"goal\":\"2 processes on one semaphore: at least the kernel's throughput\",\"value\":"),
+            "{out}"
+        );
+    } else {
+        eprintln!("bench contend: not root, the kernel columns are not checked");
+    }
+    assert!(
+        out.contains("{\"goal\":\"4 producers and 4 consumers on one queue: at least 80% of one's throughput (as a fraction)\",\"value\":"),
+        "{out}"
+    );
+    let o = d
+        .command(&["contend"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("one semaphore as a lock"), "{out}");
+    assert!(
+        out.contains("one queue, P producers and P consumers"),
+        "{out}"
+    );
+    assert!(out.contains("goal: 8 processes on one semaphore"), "{out}");
+}
+
+/// The effective uid, as /proc/self/status says it.
+fn effective_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|u| u.parse().ok())
+        })
+        .unwrap_or(u32::MAX)
 }

@@ -205,11 +205,11 @@ fn version_and_help() {
     // executable (crates/bench/tests checks that it prints the same help).
     assert!(
         text(&d.run(&["help"]).stdout)
-            .contains("bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+            .contains("bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
     );
     assert!(
         text(&d.run(&["bench", "--help"]).stdout)
-            .contains("ipcns bench idmap|lock|msg|preload|rseq|semget|semop|shm ")
+            .contains("ipcns bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
     );
     for args in [
         &["ns", "-h"][..],
