@@ -339,7 +339,8 @@ const WATCH_NS: u64 = 50_000;
 /// two: a heartbeat that moves while the waker watches proves it alive
 /// (nobody else writes it, so a process that took over a reused pid cannot
 /// pass for it). Otherwise /proc decides: not a zombie, and its start time
-/// matches the tag in `who`.
+/// matches the tag in `who` (for an identity /proc showed alive lately, a
+/// pidfd says whether its process has exited: `lock::sleeper_identity_alive`).
 pub fn sleeper_alive(w: &Waiter) -> bool {
     // A record its sleeper gave up is as good as a dead sleeper's.
     if w.state.load(Relaxed) == ABANDONED {
@@ -361,7 +362,7 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
             core::hint::spin_loop();
         }
     }
-    lock::identity_alive(who)
+    lock::sleeper_identity_alive(pid, who)
 }
 
 /// Drops every record of the queue whose sleeper is gone. Object lock

@@ -7,7 +7,7 @@
 //! their true lengths.
 #![allow(unsafe_code)]
 
-use super::raw::{syscall1, syscall2, syscall3, syscall4};
+use super::raw::{syscall1, syscall2, syscall3, syscall4, syscall5};
 use super::stat::{Stat, statx_fd};
 use crate::errno::Errno;
 
@@ -113,6 +113,34 @@ impl Fd {
             }
         }
         Ok(n)
+    }
+
+    /// Whether the descriptor is readable now (`ppoll` for POLLIN with a
+    /// zero timeout: no wait): for a pidfd, whether its process has
+    /// exited (pidfd_open(2)).
+    pub fn readable_now(&self) -> Result<bool, Errno> {
+        let mut p = libc::pollfd {
+            fd: self.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: one pollfd of ours, which the kernel writes `revents`
+        // of, and a zero timeout it reads; no signal mask (NULL).
+        let n = unsafe {
+            syscall5(
+                libc::SYS_ppoll,
+                &raw mut p as usize,
+                1,
+                &raw const zero as usize,
+                0,
+                0,
+            )
+        }?;
+        Ok(n > 0 && p.revents & libc::POLLIN != 0)
     }
 
     /// `fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0)`: whether the descriptor

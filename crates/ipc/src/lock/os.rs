@@ -813,6 +813,53 @@ pub fn identity_alive(who: u64) -> bool {
     RealOs.liveness(who) == Liveness::Alive
 }
 
+/// Identities this process found alive in /proc lately, with when (ns):
+/// a small ring, overwritten in turn.
+static VERIFIED: [(AtomicU64, AtomicU64); VERIFIED_SLOTS] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; VERIFIED_SLOTS];
+const VERIFIED_SLOTS: usize = 16;
+static VERIFIED_NEXT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+/// How long an identity read from /proc stays proven: its tag is its
+/// thread's start time, so the same identity names that very thread until
+/// the tid is handed out again, which takes `pid_max` (at least 32768)
+/// new tasks: far more than this long allows.
+const VERIFIED_NS: u64 = 20_000_000;
+
+/// Whether the thread `who` (tag << 32 | tid) of process `pid`, which
+/// answers `tgkill`, lives: as [`identity_alive`], but for an identity
+/// read from /proc within [`VERIFIED_NS`], only whether its process has
+/// exited (a pidfd that is readable: a zombie, which /proc shows as
+/// such), two system calls instead of a /proc read (a waker's check of a
+/// sleeper, under the set's lock, on every hand-over).
+pub fn sleeper_identity_alive(pid: i32, who: u64) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let now = monotonic_ns();
+    let recent = VERIFIED
+        .iter()
+        .any(|(w, t)| w.load(Relaxed) == who && now.saturating_sub(t.load(Relaxed)) < VERIFIED_NS);
+    if recent {
+        match sys::process::pidfd_open(pid, 0) {
+            Err(Errno::ESRCH) => return false,
+            Ok(fd) => {
+                if let Ok(exited) = fd.readable_now() {
+                    return !exited;
+                }
+            }
+            // No descriptor to spare, or no pidfds: /proc decides.
+            Err(_) => {}
+        }
+    }
+    let alive = identity_alive(who);
+    if alive {
+        let i = VERIFIED_NEXT.fetch_add(1, Relaxed) % VERIFIED_SLOTS;
+        // The time first: a reader that sees the new identity with the old
+        // time only asks /proc again.
+        VERIFIED[i].1.store(now, Relaxed);
+        VERIFIED[i].0.store(who, Relaxed);
+    }
+    alive
+}
+
 /// The children this thread has forked and not yet reaped, from
 /// `/proc/self/task/TID/children` (needs CONFIG_PROC_CHILDREN); None when
 /// the file is missing or the list does not fit 64 KiB.

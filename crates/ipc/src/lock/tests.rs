@@ -454,3 +454,37 @@ fn a_forks_copy_of_a_held_noting_word_is_taken_over() {
     rx.recv_timeout(Duration::from_secs(10))
         .expect("note_arena spun on a word naming another process");
 }
+
+#[test]
+fn a_sleeper_proven_alive_lately_is_dead_as_soon_as_its_process_exits() {
+    // The waker's check of a sleeper: /proc once, then for a while only
+    // whether the process has exited (a pidfd). A killed process is a
+    // zombie until reaped: dead at once, though /proc showed it alive a
+    // moment before.
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id() as i32;
+    let who = super::os::identity_of(pid as u32).expect("the child's identity");
+    assert!(super::sleeper_identity_alive(pid, who), "alive (/proc)");
+    assert!(
+        super::sleeper_identity_alive(pid, who),
+        "alive (lately proven)"
+    );
+    // Another identity of the same thread (a reused tid's): never proven.
+    assert!(!super::sleeper_identity_alive(pid, who ^ (1 << 40)));
+    child.kill().expect("kill");
+    let zombie = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+    };
+    let t = Instant::now();
+    while !zombie() {
+        assert!(t.elapsed() < Duration::from_secs(10), "no zombie");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!super::sleeper_identity_alive(pid, who), "a zombie");
+    child.wait().expect("wait");
+    assert!(!super::sleeper_identity_alive(pid, who), "reaped");
+}
