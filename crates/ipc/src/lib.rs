@@ -10,15 +10,7 @@
 //! Under `--cfg loom` only the lock, the wait handshake (`park`) and their
 //! model checks are built.
 
-/// The kernel's error numbers, as the core returns them: the system-call
-/// layer's type (crate `ipcns-sys`, `errno.rs`), so that `crate::errno`
-/// and `ipcns::Errno` name that one type.
-mod errno {
-    pub use ipcns_sys::Errno;
-    /// Used by the namespace proper only (not built under loom).
-    #[cfg(not(loom))]
-    pub use ipcns_sys::SysResult;
-}
+mod errno;
 mod lock;
 mod park;
 mod sync;
@@ -85,7 +77,7 @@ pub mod shm;
 /// `ipcns-sys` crate, under the path the core has always used.
 #[doc(hidden)]
 #[cfg(not(loom))]
-pub use ipcns_sys as sys;
+pub mod sys;
 #[cfg(not(loom))]
 pub mod sysv;
 #[cfg(not(loom))]
