@@ -304,7 +304,7 @@ pub fn drop_all(a: &Session, idx: u32, pid: i32) -> SysResult<()> {
 /// In a forked child: the parent's attachments are the child's too (its
 /// address space is a copy), so each is counted once more, with the parent
 /// as the last operator (Linux counts them in `dup_mmap`, in the parent).
-/// The fallback of a child whose unborn record (see [`prefork`]) was
+/// The fallback of a child whose unborn record (see `process::fork::prefork`) was
 /// dropped before it could claim it.
 pub fn inherit(a: &Session, parent: u32) -> SysResult<()> {
     let ppid = crate::lock::parent_pid();
