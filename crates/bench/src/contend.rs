@@ -36,7 +36,6 @@ use ipcns::{Cred, Namespace};
 use ipcns_oracle::Host;
 use ipcns_oracle::sysv::SysV;
 use std::cell::RefCell;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The hidden first argument of the kernel half (a child of this program,
@@ -346,17 +345,12 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 
 /// Runs the kernel half for `shape`.
 fn kernel_run(shape: Shape) -> anyhow::Result<f64> {
-    let out = Command::new(std::env::current_exe()?)
-        .args([KERNEL_CHILD, shape.word(), &shape.n().to_string()])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr);
-        let said = said.trim();
-        bail!("{}", said.strip_prefix("ipcns: ").unwrap_or(said));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+    let args = [shape.word().to_string(), shape.n().to_string()];
+    let words = crate::kernel_child_words(KERNEL_CHILD, &args)?;
+    let [w] = &words[..] else {
+        bail!("kernel child said {words:?}");
+    };
+    Ok(w.parse()?)
 }
 
 /// One row's medians.

@@ -108,6 +108,27 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs this program again as the kernel half `child` (a benchmark's
+/// hidden first argument) with `args`; the words of its standard output,
+/// or what it said on its standard error.
+pub fn kernel_child_words(child: &str, args: &[String]) -> anyhow::Result<Vec<String>> {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .arg(child)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        let said = said.trim();
+        bail!("{}", said.strip_prefix("ipcns: ").unwrap_or(said));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
 /// A throwaway namespace where namespaces live (the per-user directory on
 /// /dev/shm, tmpfs), as a user's would; removed with its segment files on
 /// drop. Every benchmark measures ipcns in one of these.

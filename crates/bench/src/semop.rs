@@ -56,7 +56,6 @@ use ipcns::{Cred, Namespace, SysResult};
 use ipcns_oracle::kernel::Host;
 use ipcns_oracle::sysv::SysV;
 use std::os::fd::AsFd;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The hidden subcommand that measures the kernel in new IPC namespaces.
@@ -462,21 +461,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
 
 /// Runs the kernel child with `args`; its stdout's words.
 fn kernel_run(args: &[String]) -> anyhow::Result<Vec<String>> {
-    let out = Command::new(std::env::current_exe()?)
-        .arg(KERNEL_CHILD)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr);
-        let said = said.trim();
-        bail!("{}", said.strip_prefix("ipcns: ").unwrap_or(said));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect())
+    crate::kernel_child_words(KERNEL_CHILD, args)
 }
 
 fn kernel_noop_round(ops: u64, round: usize) -> anyhow::Result<Vec<Option<f64>>> {

@@ -354,10 +354,6 @@ pub fn claim_unborn(a: &Session, idx: u32, nonce: u64) -> Result<bool, Errno> {
     r.state.store(LIVE, Relaxed);
     // Cached as `me` caches it (the fork generation has moved on: the
     // lock's child handler, registered before ours, ran first).
-    let generation = lock::fork_generation() + 1;
-    a.own_proc.store(
-        ((generation & 0xffff_ffff) << 32) | u64::from(idx + 1),
-        Relaxed,
-    );
+    cache(a, idx);
     Ok(true)
 }

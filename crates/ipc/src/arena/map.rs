@@ -275,27 +275,8 @@ impl Mapping {
     /// word naming another process is a fork's copy of a parent thread's:
     /// taken over. A word naming this very thread is a signal handler
     /// that interrupted a growth: ENOMEM, never a wait for itself.
-    fn lock_growth(&self) -> Result<GrowGuard<'_>, Errno> {
-        let pid = crate::sys::process::getpid();
-        let me = (u64::from(pid as u32) << 32) | u64::from(crate::sys::process::gettid() as u32);
-        loop {
-            // Acquire: pairs with the Release of the guard's drop, so the
-            // runs' ends it stored are seen.
-            match self.grower.compare_exchange(0, me, Acquire, Relaxed) {
-                Ok(_) => return Ok(GrowGuard(&self.grower)),
-                Err(cur) if cur == me => return Err(Errno::ENOMEM),
-                Err(cur) if (cur >> 32) as u32 != pid as u32 => {
-                    if self
-                        .grower
-                        .compare_exchange(cur, me, Acquire, Relaxed)
-                        .is_ok()
-                    {
-                        return Ok(GrowGuard(&self.grower));
-                    }
-                }
-                Err(_) => crate::sys::process::sched_yield(),
-            }
-        }
+    fn lock_growth(&self) -> Result<crate::lock::local::Held<'_>, Errno> {
+        crate::lock::local::take(&self.grower).ok_or(Errno::ENOMEM)
     }
 
     /// The checked `[off, off + bytes)` with its alignment for `align`:
@@ -386,16 +367,6 @@ impl Mapping {
         // SAFETY: a mapped range of our own shared mapping that the heap
         // gave back (nothing live is in it); it reads as zeros afterwards.
         unsafe { mem::madvise(addr, n, libc::MADV_REMOVE) }
-    }
-}
-
-/// Holds the growth lock; releases it when dropped.
-struct GrowGuard<'a>(&'a AtomicU64);
-
-impl Drop for GrowGuard<'_> {
-    fn drop(&mut self) {
-        // Release: pairs with the Acquire of the next taker.
-        self.0.store(0, Release);
     }
 }
 

@@ -57,6 +57,8 @@
 #[cfg(not(loom))]
 pub mod gate;
 #[cfg(not(loom))]
+pub mod local;
+#[cfg(not(loom))]
 mod os;
 /// The clocks (the system-call layer's): deadlines and sleepers'
 /// heartbeats in CLOCK_MONOTONIC ns, IPC objects' stamps in coarse wall

@@ -396,26 +396,10 @@ static UNNOTED: AtomicU64 = AtomicU64::new(0);
 static NOTING: AtomicU64 = AtomicU64::new(0);
 
 fn noting<R>(f: impl FnOnce() -> R) -> R {
-    use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-    let pid = sys::process::getpid() as u32;
-    let me = (u64::from(pid) << 32) | u64::from(sys::process::gettid() as u32);
-    loop {
-        match NOTING.compare_exchange(0, me, Acquire, Relaxed) {
-            Ok(_) => break,
-            // A signal handler of the holder's own thread: no wait for
-            // itself (each store is whole on its own).
-            Err(cur) if cur == me => return f(),
-            Err(cur) if (cur >> 32) as u32 != pid => {
-                if NOTING.compare_exchange(cur, me, Acquire, Relaxed).is_ok() {
-                    break;
-                }
-            }
-            Err(_) => sys::process::sched_yield(),
-        }
-    }
-    let r = f();
-    NOTING.store(0, Release);
-    r
+    // None: a signal handler of the holder's own thread, which goes on
+    // without waiting for itself (each store is whole on its own).
+    let _held = super::local::take(&NOTING);
+    f()
 }
 
 /// The noting word as a fork's copy would leave it: held by a thread of
