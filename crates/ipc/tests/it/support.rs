@@ -16,6 +16,7 @@
 
 use ipcns::{CreateOptions, Namespace};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 
 pub struct TestNs {
     pub ns: Namespace,
@@ -66,6 +67,7 @@ pub fn fork_run(f: impl FnOnce() -> i32) -> i32 {
 
 /// Starts `f` in a forked child and returns its pid; see [`wait_child`].
 pub fn fork_child(f: impl FnOnce() -> i32) -> i32 {
+    install_fork_safe_hook();
     // SAFETY: as in fork_run.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
@@ -215,20 +217,48 @@ pub fn doing(pid: i32) -> String {
     out
 }
 
+/// The process that installed [`install_fork_safe_hook`]: the harness.
+static HARNESS_PID: AtomicI32 = AtomicI32::new(0);
+/// Where a forked child's panics are written (`child_reports_to`), or -1.
+static CHILD_SINK: AtomicI32 = AtomicI32::new(-1);
+
+/// Installs, once and in the harness before any fork, the panic hook that
+/// forked children use: setting a hook in a child would take the hook's
+/// lock, which another of the harness's threads (panicking at the fork)
+/// may hold for ever in the child's copy. In the harness the hook is the
+/// default one (the harness captures its output); in a forked child it
+/// writes `panic MESSAGE` to the child's sink, or to fd 2, with one
+/// write(2) and no lock.
+pub fn install_fork_safe_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        HARNESS_PID.store(std::process::id() as i32, Relaxed);
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::process::id() as i32 == HARNESS_PID.load(Relaxed) {
+                return default(info);
+            }
+            let msg = format!("panic {}\n", info.to_string().replace('\n', " | "));
+            let fd = match CHILD_SINK.load(Relaxed) {
+                -1 => 2,
+                fd => fd,
+            };
+            // SAFETY: writes our own bytes to a descriptor of this process.
+            unsafe { libc::write(fd, msg.as_ptr().cast(), msg.len()) };
+        }));
+    });
+}
+
 /// For a forked child: its standard error (glibc's assertion messages
 /// before an abort, say) goes to `sink`, and each panic is written there
 /// as one line `panic MESSAGE`, since the harness's output capture,
 /// inherited through fork, would swallow the default hook's message.
 pub fn child_reports_to(sink: std::os::unix::net::UnixStream) {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::{AsRawFd, IntoRawFd};
     // SAFETY: duplicates a descriptor we own onto fd 2; nothing else in
     // the (single-threaded) child is using fd 2 meanwhile.
     unsafe { libc::dup2(sink.as_raw_fd(), 2) };
-    std::panic::set_hook(Box::new(move |info| {
-        use std::io::Write;
-        let msg = info.to_string().replace('\n', " | ");
-        let _ = writeln!(&sink, "panic {msg}");
-    }));
+    CHILD_SINK.store(sink.into_raw_fd(), Relaxed);
 }
 
 /// Installs `f` as the handler of `sig` with `flags` (SA_RESTART...).
