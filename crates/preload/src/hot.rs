@@ -4,7 +4,7 @@
 //!
 //! # Layout
 //! [`Hot`]: 64 bytes, aligned to 64: `ns` @0, `generation` @8,
-//! `cred_gen` @16, `cred` @24, `main` (key, lo, hi) @32.
+//! `cred_gen` @16, `cred` @24, `main` (key, lo, hi, faults) @32.
 
 use crate::once::{Current, Published};
 use crate::user::bounds::Bounds;
@@ -39,4 +39,5 @@ const _: () = {
     assert!(offset_of!(Hot, generation) == 8);
     assert!(offset_of!(Hot, cred) == 24);
     assert!(offset_of!(Hot, main) == 32);
+    assert!(size_of::<Bounds>() == 32);
 };

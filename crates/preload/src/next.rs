@@ -191,6 +191,17 @@ pub fn resolve_all() {
         &SSIGNAL,
         &SYSV_SIGNAL,
         &SYSV_SIGNAL_2,
+        &SIGPROCMASK,
+        &PTHREAD_SIGMASK,
+        &SIGLONGJMP,
+        &LONGJMP,
+        &LONGJMP_CHK,
+        &SETCONTEXT,
+        &SWAPCONTEXT,
+        &SIGHOLD,
+        &SIGRELSE,
+        &SIGSETMASK,
+        &SIGBLOCK,
     ] {
         n.get();
     }
@@ -365,6 +376,20 @@ pub static BSD_SIGNAL: Next = Next::new(c"bsd_signal");
 pub static SSIGNAL: Next = Next::new(c"ssignal");
 pub static SYSV_SIGNAL: Next = Next::new(c"sysv_signal");
 pub static SYSV_SIGNAL_2: Next = Next::new(c"__sysv_signal");
+
+/// The calls that change (or may restore) the calling thread's signal
+/// mask, interposed to keep its fault state (`user/fault.rs`).
+pub static SIGPROCMASK: Next = Next::new(c"sigprocmask");
+pub static PTHREAD_SIGMASK: Next = Next::new(c"pthread_sigmask");
+pub static SIGLONGJMP: Next = Next::new(c"siglongjmp");
+pub static LONGJMP: Next = Next::new(c"longjmp");
+pub static LONGJMP_CHK: Next = Next::new(c"__longjmp_chk");
+pub static SETCONTEXT: Next = Next::new(c"setcontext");
+pub static SWAPCONTEXT: Next = Next::new(c"swapcontext");
+pub static SIGHOLD: Next = Next::new(c"sighold");
+pub static SIGRELSE: Next = Next::new(c"sigrelse");
+pub static SIGSETMASK: Next = Next::new(c"sigsetmask");
+pub static SIGBLOCK: Next = Next::new(c"sigblock");
 
 /// The next `int sigaction(int, const struct sigaction *, struct
 /// sigaction *)` (or `__sigaction`); -1 with ENOSYS when there is none.

@@ -42,7 +42,7 @@
 
 use core::ffi::c_int;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use ipcns_core::Errno;
 use ipcns_sys::process;
 
@@ -217,6 +217,165 @@ pub fn translate(prev: Words, handler: usize, flags: u64, w: Wrappers) -> (usize
         return (handler, flags & !SA_SIGINFO);
     }
     (handler, flags)
+}
+
+/// SIGBUS's and SIGSEGV's slots in [`FAULT`].
+fn fault_at(sig: c_int) -> Option<usize> {
+    match sig {
+        libc::SIGBUS => Some(0),
+        libc::SIGSEGV => Some(1),
+        _ => None,
+    }
+}
+
+/// An action as the kernel shows it (`struct k_sigaction` for x86-64:
+/// handler, flags, restorer, the 64-bit mask).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    pub handler: usize,
+    pub flags: u64,
+    pub restorer: usize,
+    pub mask: u64,
+}
+
+/// The flags the kernel keeps (include/linux/signal_types.h,
+/// `UAPI_SA_FLAGS`, with x86's SA_RESTORER): do_sigaction "Clear unknown
+/// flag bits".
+const UAPI_SA_FLAGS: u64 =
+    0x1 | 0x2 | 0x4 | 0x0800_0000 | 0x1000_0000 | 0x4000_0000 | 0x8000_0000 | 0x800 | 0x0400_0000;
+
+impl Action {
+    /// The action as `do_sigaction` stores it: unknown flags cleared,
+    /// SIGKILL and SIGSTOP never masked ("sigdelsetmask(&act->sa.sa_mask,
+    /// sigmask(SIGKILL) | sigmask(SIGSTOP))").
+    pub fn stored(handler: usize, flags: u64, restorer: usize, mask: u64) -> Action {
+        let never = (1u64 << (libc::SIGKILL - 1)) | (1u64 << (libc::SIGSTOP - 1));
+        Action {
+            handler,
+            flags: flags & UAPI_SA_FLAGS,
+            restorer,
+            mask: mask & !never,
+        }
+    }
+}
+
+/// The program's action for a fault signal the library holds (the kernel
+/// runs our fault handler): a seqlock, written under the lock (and by the
+/// fault handler when SA_RESETHAND fires), read by the fault handler.
+struct Shadow {
+    seq: AtomicU64,
+    handler: AtomicUsize,
+    flags: AtomicU64,
+    restorer: AtomicUsize,
+    mask: AtomicU64,
+}
+
+static FAULT: [Shadow; 2] = [const {
+    Shadow {
+        seq: AtomicU64::new(0),
+        handler: AtomicUsize::new(0),
+        flags: AtomicU64::new(0),
+        restorer: AtomicUsize::new(0),
+        mask: AtomicU64::new(0),
+    }
+}; 2];
+
+/// Whether the library holds SIGSEGV and SIGBUS: written under the lock.
+static HOLDS: AtomicBool = AtomicBool::new(false);
+
+impl Shadow {
+    /// Takes the write side (the sequence made odd); its even value.
+    fn begin(&self) -> u64 {
+        loop {
+            let s = self.seq.load(Relaxed);
+            // Acquire: the previous writer's stores are behind us.
+            if s & 1 == 0
+                && self
+                    .seq
+                    .compare_exchange(s, s + 1, Acquire, Relaxed)
+                    .is_ok()
+            {
+                core::sync::atomic::fence(Release);
+                return s;
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    fn end(&self, s: u64) {
+        // Release: the fields before the even sequence.
+        self.seq.store(s + 2, Release);
+    }
+
+    fn read(&self) -> Action {
+        let mut a = Action::default();
+        // A writer finishes in a few stores (on another thread: this one
+        // holds no write side while a fault handler runs on it).
+        for _ in 0..100_000 {
+            let s = self.seq.load(Acquire);
+            a = Action {
+                handler: self.handler.load(Relaxed),
+                flags: self.flags.load(Relaxed),
+                restorer: self.restorer.load(Relaxed),
+                mask: self.mask.load(Relaxed),
+            };
+            core::sync::atomic::fence(Acquire);
+            if s & 1 == 0 && self.seq.load(Relaxed) == s {
+                break;
+            }
+            core::hint::spin_loop();
+        }
+        a
+    }
+}
+
+/// Whether the library holds `sig` (SIGSEGV or SIGBUS, taken over).
+pub fn holds(sig: c_int) -> bool {
+    fault_at(sig).is_some() && HOLDS.load(Acquire)
+}
+
+/// The program's action for a held fault signal. Lock-free.
+pub fn fault_action(sig: c_int) -> Action {
+    fault_at(sig).map_or(Action::default(), |i| FAULT[i].read())
+}
+
+/// SA_RESETHAND fired for a held fault signal whose handler is `h`: the
+/// program's action becomes SIG_DFL (flags kept, as get_signal keeps
+/// them). From the fault handler: lock-free.
+pub fn fault_reset(sig: c_int, h: usize) {
+    if let Some(i) = fault_at(sig) {
+        let f = &FAULT[i];
+        let s = f.begin();
+        if f.handler.load(Relaxed) == h {
+            f.handler.store(libc::SIG_DFL, Relaxed);
+        }
+        f.end(s);
+    }
+}
+
+impl Held {
+    /// Records the program's action for a fault signal.
+    pub fn set_fault_action(&self, sig: c_int, a: Action) {
+        if let Some(i) = fault_at(sig) {
+            let f = &FAULT[i];
+            let s = f.begin();
+            f.handler.store(a.handler, Relaxed);
+            f.flags.store(a.flags, Relaxed);
+            f.restorer.store(a.restorer, Relaxed);
+            f.mask.store(a.mask, Relaxed);
+            f.end(s);
+        }
+    }
+
+    /// From now on (or no longer) the library holds SIGSEGV and SIGBUS.
+    pub fn set_holds(&self, holds: bool) {
+        HOLDS.store(holds, Release);
+    }
+
+    /// Whether the library holds `sig` (as [`holds`], under the lock).
+    pub fn holds(&self, sig: c_int) -> bool {
+        holds(sig)
+    }
 }
 
 #[cfg(test)]

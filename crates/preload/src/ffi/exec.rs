@@ -69,14 +69,21 @@ exported_from_c! {
 /// Called by `c/exec.c` before an exec: whether the process was frozen.
 #[unsafe(no_mangle)]
 pub extern "C" fn __ipcns_before_exec() -> c_int {
-    std::panic::catch_unwind(|| c_int::from(ipcns_core::life::before_exec(state::opened())))
-        .unwrap_or(0)
+    std::panic::catch_unwind(|| {
+        let faults = super::signals::before_exec();
+        c_int::from(ipcns_core::life::before_exec(state::opened())) | (c_int::from(faults) << 1)
+    })
+    .unwrap_or(0)
 }
 
-/// Called by `c/exec.c` when the exec returned (it failed).
+/// Called by `c/exec.c` when the exec returned (it failed), with what
+/// [`__ipcns_before_exec`] returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn __ipcns_exec_failed(frozen: c_int) {
-    let _ = std::panic::catch_unwind(|| ipcns_core::life::exec_failed(frozen != 0));
+    let _ = std::panic::catch_unwind(|| {
+        ipcns_core::life::exec_failed(frozen & 1 != 0);
+        super::signals::after_failed_exec(frozen & 2 != 0);
+    });
 }
 
 /// `syscall(SYS_execve / SYS_execveat, ...)` between the two hooks.

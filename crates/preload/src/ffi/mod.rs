@@ -222,6 +222,13 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_shmdt => guard(|| shm::shmdt(a as usize)),
         libc::SYS_shmctl => guard(|| shm::shmctl(a as i32, b as i32, c as usize)),
         libc::SYS_rt_sigaction => return signals::rt_sigaction(a, b as usize, c as usize, d),
+        libc::SYS_rt_sigprocmask => {
+            crate::user::mask_is(None);
+            // SAFETY: the program's own system call, forwarded unchanged.
+            let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
+            crate::user::mask_is(None);
+            return r;
+        }
         libc::SYS_unshare | libc::SYS_clone | libc::SYS_clone3 => {
             if let Some(r) = ns::syscall_ns(n, [a, b, c, d, e, f]) {
                 return r;
@@ -270,6 +277,7 @@ extern "C" fn in_child() {
 /// registered, and panics reported on one line.
 extern "C" fn on_load() {
     next::resolve_all();
+    crate::user::fault::set_taker(signals::hold_faults);
     // SAFETY: registers a child handler that only touches atomics.
     unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     std::panic::set_hook(Box::new(|info| {

@@ -1,5 +1,6 @@
 //! One thread's stack bounds (`stack.rs` keeps a table of them; the main
-//! thread's sit in the hot cache line, `hot.rs`).
+//! thread's sit in the hot cache line, `hot.rs`), and beside them whether
+//! its SIGSEGV and SIGBUS are unblocked (`fault.rs`).
 
 use core::sync::atomic::{AtomicUsize, Ordering, fence};
 
@@ -10,7 +11,17 @@ pub struct Bounds {
     key: AtomicUsize,
     lo: AtomicUsize,
     hi: AtomicUsize,
+    /// A thread pointer with [`UNBLOCKED`] or [`BLOCKED`] in its low bits:
+    /// that thread's fault signals (written only by that thread, read
+    /// only by it: a word with another thread's tag, or 0, is unknown).
+    faults: AtomicUsize,
 }
+
+/// [`Bounds::faults`]: SIGSEGV and SIGBUS are both unblocked.
+pub const UNBLOCKED: usize = 1;
+/// [`Bounds::faults`]: one of them is blocked.
+pub const BLOCKED: usize = 2;
+const STATE: usize = 3;
 
 impl Bounds {
     pub const fn new() -> Bounds {
@@ -18,6 +29,24 @@ impl Bounds {
             key: AtomicUsize::new(0),
             lo: AtomicUsize::new(0),
             hi: AtomicUsize::new(0),
+            faults: AtomicUsize::new(0),
+        }
+    }
+
+    /// `tp`'s fault state ([`UNBLOCKED`], [`BLOCKED`]), 0 if unknown.
+    #[inline(always)]
+    pub(super) fn faults(&self, tp: usize) -> usize {
+        let w = self.faults.load(Ordering::Relaxed);
+        if w & !STATE == tp { w & STATE } else { 0 }
+    }
+
+    /// Records `tp`'s fault state (0: unknown). Relaxed: only the thread
+    /// itself reads its tag back (a signal handler on it included, which
+    /// sees its own thread's stores in program order).
+    #[inline(always)]
+    pub(super) fn set_faults(&self, tp: usize, state: usize) {
+        if tp & STATE == 0 {
+            self.faults.store(tp | (state & STATE), Ordering::Relaxed);
         }
     }
 

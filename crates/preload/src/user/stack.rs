@@ -20,7 +20,7 @@
 //! never dereferences its argument.
 #![allow(unsafe_code)]
 
-use super::bounds::Bounds;
+use super::bounds::{BLOCKED, Bounds, UNBLOCKED};
 use super::sys;
 use crate::hot::HOT;
 use core::ffi::c_void;
@@ -70,6 +70,70 @@ pub(super) fn stack() -> Option<(usize, usize)> {
         },
     };
     (b.0 < b.1).then_some(b)
+}
+
+/// The entry that holds the calling thread's fault state: the main
+/// thread's when it is ours, else the table's slot for `tp`.
+#[inline(always)]
+fn faults_slot(tp: usize) -> &'static Bounds {
+    if MAIN.read(tp).is_some() {
+        MAIN
+    } else {
+        &STACKS[index(tp)].0
+    }
+}
+
+/// Whether SIGSEGV and SIGBUS are both unblocked on the calling thread
+/// (`fault.rs`): the recorded answer, else the kernel's, recorded.
+#[inline(always)]
+pub(super) fn faults_unblocked() -> bool {
+    let tp = ipcns_sys::process::thread_pointer();
+    let slot = faults_slot(tp);
+    match slot.faults(tp) {
+        UNBLOCKED => true,
+        BLOCKED => false,
+        _ => ask_faults(slot, tp),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn ask_faults(slot: &Bounds, tp: usize) -> bool {
+    let mut old: u64 = 0;
+    if ipcns_sys::signal::sigprocmask(libc::SIG_BLOCK, None, Some(&mut old)).is_err() {
+        return false;
+    }
+    let unblocked = old & super::fault::FAULT_BITS == 0;
+    slot.set_faults(tp, if unblocked { UNBLOCKED } else { BLOCKED });
+    unblocked
+}
+
+/// The calling thread's signal mask is now `mask` (signals 1 to 64), or
+/// unknown (`None`).
+pub fn mask_is(mask: Option<u64>) {
+    let tp = ipcns_sys::process::thread_pointer();
+    let state = match mask {
+        Some(m) if m & super::fault::FAULT_BITS == 0 => UNBLOCKED,
+        Some(_) => BLOCKED,
+        None => 0,
+    };
+    faults_slot(tp).set_faults(tp, state);
+}
+
+/// A wrapped handler starts on this thread: its mask is the handler's
+/// until it returns. The state to give back to [`handler_left`].
+pub fn handler_entered() -> usize {
+    let tp = ipcns_sys::process::thread_pointer();
+    let slot = faults_slot(tp);
+    let was = slot.faults(tp);
+    slot.set_faults(tp, 0);
+    was
+}
+
+/// The wrapped handler returned: the mask is the interrupted code's again.
+pub fn handler_left(was: usize) {
+    let tp = ipcns_sys::process::thread_pointer();
+    faults_slot(tp).set_faults(tp, was);
 }
 
 /// Finds and records the calling thread's stack bounds.

@@ -110,6 +110,19 @@ fn signal_handlers() {
     differential("signals", "signals", false);
 }
 
+/// SIGSEGV and SIGBUS with the library's copies that may fault: bad
+/// pointers on the heap, in mappings, past a file's end are EFAULT on
+/// every thread (fault signals blocked, inside a SIGSEGV handler too); the
+/// program's actions for both read back as it set them (sigaction,
+/// signal, sysv_signal, the raw rt_sigaction) and run as the kernel runs
+/// them (mask, SA_NODEFER, SA_RESETHAND, si_code and si_addr, a handler
+/// that mends the page and returns); SIG_DFL and SIG_IGN children die of
+/// a fault, SIG_IGN survives a sent SIGSEGV and is kept across exec.
+#[test]
+fn fault_signals() {
+    differential("faults", "faults", false);
+}
+
 /// Credentials as of each call: seteuid, setgroups, raw setresuid,
 /// setfsuid, setresuid for good, a child of nobody. Needs root. The
 /// namespace is made shared (mode 0666): a process that drops to another
