@@ -40,13 +40,31 @@ pub fn semtimedop(semid: i32, sops: usize, nsops: u32, timeout: usize) -> SysRes
     let n = nsops as usize;
     if timeout == 0 && n == 1 {
         // The common case, without an array to clear.
-        if let Some(op) = user::with_direct(sops, 6, one) {
+        let op = match user::with_direct(sops, 6, one) {
+            Some(op) => Some(op),
+            // Off the stack and image: copied by the copy that may fault
+            // (a fault goes the long way, for the kernel's order of errors).
+            None => {
+                let mut b = [0u8; 6];
+                matches!(user::read_faulting(sops, &mut b), Some(Ok(()))).then(|| one(&b))
+            }
+        };
+        if let Some(op) = op {
             return with_caller(ns, |c| ns.semtimedop_since(mark, c, semid, &[op], None))
                 .map(i64::from);
         }
     } else if timeout == 0 && (2..=FAST_SOPS).contains(&n) {
         let mut ops = [sembuf::default(); FAST_SOPS];
-        if user::with_direct(sops, n * 6, |raw| decode(raw, &mut ops[..n])).is_some() {
+        let copied = user::with_direct(sops, n * 6, |raw| decode(raw, &mut ops[..n])).is_some()
+            || {
+                let mut b = [0u8; FAST_SOPS * 6];
+                let ok = matches!(user::read_faulting(sops, &mut b[..n * 6]), Some(Ok(())));
+                if ok {
+                    decode(&b[..n * 6], &mut ops[..n]);
+                }
+                ok
+            };
+        if copied {
             return with_caller(ns, |c| ns.semtimedop_since(mark, c, semid, &ops[..n], None))
                 .map(i64::from);
         }

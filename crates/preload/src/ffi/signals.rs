@@ -101,10 +101,10 @@ extern "C-unwind" fn fault_wrapper(sig: c_int, info: *mut libc::siginfo_t, uc: *
         return;
     }
     let a = signals::fault_action(sig);
-    // SAFETY: the kernel's siginfo (or none).
     let code = if info.is_null() {
         0
     } else {
+        // SAFETY: the kernel's siginfo.
         unsafe { (*info).si_code }
     };
     let sent = code <= 0;

@@ -115,6 +115,13 @@ pub fn read(addr: usize, out: &mut [u8]) -> SysResult<()> {
     read_beyond(addr, out)
 }
 
+/// Reads the caller's bytes by the copy that may fault only (`fault.rs`):
+/// `None` where it cannot be used, else its answer.
+#[inline(always)]
+pub fn read_faulting(addr: usize, out: &mut [u8]) -> Option<SysResult<()>> {
+    fault::read(addr, out)
+}
+
 /// [`read`] of a range the direct path did not take.
 #[inline]
 fn read_beyond(addr: usize, out: &mut [u8]) -> SysResult<()> {
@@ -265,6 +272,10 @@ pub struct Recv {
     cap: usize,
     in_place: bool,
     copy: Vec<u8>,
+    /// A small message's copy (`mtype` and text), without an allocation.
+    small: [u8; MTYPE + SMALL],
+    /// Whether the copy is in `small` (and how long it is).
+    small_len: Option<usize>,
 }
 
 /// Bytes of `mtype` before `mtext`.
@@ -280,6 +291,8 @@ impl Recv {
                 .checked_add(MTYPE)
                 .is_some_and(|len| direct(msgp, len, true)),
             copy: Vec::new(),
+            small: [0; MTYPE + SMALL],
+            small_len: None,
         }
     }
 
@@ -298,8 +311,14 @@ impl Recv {
         // `room` kept the copy's first MTYPE bytes for `mtype`: one write
         // of both leaves the bytes (and the EFAULT) that the kernel's
         // put_user of mtype then store_msg of the text leave.
-        let mut all = self.copy;
-        let all = all.get_mut(..MTYPE + n).ok_or(Errno::EFAULT)?;
+        let mut small = self.small;
+        let mut copy = self.copy;
+        let all = match self.small_len {
+            Some(len) => small.get_mut(..len.min(MTYPE + n)),
+            None => copy.get_mut(..MTYPE + n),
+        }
+        .filter(|a| a.len() == MTYPE + n)
+        .ok_or(Errno::EFAULT)?;
         all[..MTYPE].copy_from_slice(&mtype.to_ne_bytes());
         write_beyond(self.msgp, all)
     }
@@ -319,6 +338,12 @@ impl ipcns_core::msg::RecvBuf for Recv {
                 core::slice::from_raw_parts_mut((self.msgp + MTYPE) as *mut u8, n)
             });
         }
+        if MTYPE + n <= self.small.len() {
+            self.small_len = Some(MTYPE + n);
+            self.small[..MTYPE + n].fill(0);
+            return Ok(&mut self.small[MTYPE..MTYPE + n]);
+        }
+        self.small_len = None;
         self.copy.clear();
         self.copy
             .try_reserve_exact(MTYPE + n)
