@@ -308,3 +308,17 @@ static ON_LOAD: extern "C" fn() = on_load;
 #[used]
 #[unsafe(link_section = ".fini_array")]
 static ON_UNLOAD: extern "C" fn() = on_unload;
+
+#[cfg(test)]
+mod tests {
+    /// A panic in a call's body unwinds to its guard (through the static
+    /// unwinder build.rs links in) and fails the call with EINVAL.
+    #[test]
+    fn a_panic_is_einval() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = super::guard(|| panic!("a test's panic"));
+        std::panic::set_hook(hook);
+        assert_eq!(r, -i64::from(super::PANICKED.raw()));
+    }
+}
