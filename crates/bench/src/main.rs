@@ -9,6 +9,7 @@
 
 pub mod capi;
 pub mod contend;
+pub mod fork;
 pub mod idmap;
 pub mod lock;
 pub mod msg;
@@ -18,6 +19,7 @@ pub mod semget;
 pub mod semop;
 pub mod shm;
 pub mod stats;
+pub mod stress;
 mod sys;
 
 use anyhow::{Context, bail};
@@ -93,6 +95,7 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     }
     match what.as_str() {
         "contend" => contend::run(json).context("bench contend"),
+        "fork" => fork::run(json).context("bench fork"),
         "idmap" => idmap::run(json).context("bench idmap"),
         "lock" => lock::run(json).context("bench lock"),
         "msg" => msg::run(json).context("bench msg"),
@@ -101,8 +104,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "semget" => semget::run(json).context("bench semget"),
         "semop" => semop::run(json).context("bench semop"),
         "shm" => shm::run(json).context("bench shm"),
+        "stress" => stress::run(json).context("bench stress"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected contend, idmap, lock, msg, preload, rseq, semget, semop or shm)"
+            "bench: unknown benchmark {other:?} (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm or stress)"
         ),
     }?;
     Ok(ExitCode::SUCCESS)

@@ -17,7 +17,7 @@ commands:
                                       print an \"everything except\" map, ready to write
   idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
                                       write maps to a process in a new user namespace
-  bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm [--json]
+  bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json]
                                       benchmarks: ipcns beside its baselines, in one run
 
 IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):

@@ -4,6 +4,7 @@
 
 mod command;
 mod runs;
+mod stress;
 
 use std::ffi::OsStr;
 use std::path::PathBuf;

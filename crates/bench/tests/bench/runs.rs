@@ -57,8 +57,9 @@ fn bench_lock_table_and_usage() {
     // `ipcns help` (its line for bench): crates/cli/tests/cli/command.rs.
     let help = d.run(&["--help"]);
     assert!(
-        text(&help.stdout)
-            .contains("ipcns bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
+        text(&help.stdout).contains(
+            "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress "
+        )
     );
 }
 
@@ -349,7 +350,7 @@ fn bench_preload_json_has_every_number() {
         "\"core\":{\"noop_semop\":",
         "\"msg_pair_heap\":",
         "{\"goal\":\"no-op semop through libipcns.so >= 10x faster than the kernel\",\"value\":",
-        "{\"goal\":\"msgsnd+msgrcv (8 bytes) through libipcns.so >= 5x faster than the kernel\",\"value\":",
+        "{\"goal\":\"msgsnd+msgrcv (8 bytes) through libipcns.so >= 10x faster than the kernel\",\"value\":",
         "{\"goal\":\"semaphore ping-pong through libipcns.so >= 3x faster than the kernel\",\"value\":",
         "{\"goal\":\"semget lookup through libipcns.so >= 10x faster than the kernel\",\"value\":",
         "{\"goal\":\"libipcns.so adds <= 5 ns per semop over the core\",\"value\":",
@@ -399,7 +400,70 @@ fn bench_preload_table() {
             "no row {row} in {out}"
         );
     }
-    assert_eq!(out.matches("goal: ").count(), 7, "{out}");
+    assert_eq!(out.matches("goal: ").count(), 11, "{out}");
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
+}
+
+/// `bench fork`: the four cases measured on both sides, the checks
+/// passed (SEM_UNDO state and shm_nattch right after the cycles), both
+/// goals, the throwaway namespace removed.
+#[test]
+fn bench_fork_json_and_table() {
+    let lib = preload_lib();
+    let d = TempDir::new("bench-fork");
+    let o = d
+        .command(&["fork", "--json"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .env("IPCNS_PRELOAD_LIB", &lib)
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("{\"bench\":\"fork\",\"cpu\":\""), "{out}");
+    assert!(out.ends_with("]}\n"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    for field in [
+        "\"rounds\":7,\"cycles\":2,\"exec_cycles\":1,\"chunk\":10,",
+        "{\"case\":\"exit\",\"name\":\"fork+_exit+waitpid\",\"cycles\":2,\"warm\":1,\"plain_us\":{\"median\":",
+        "{\"case\":\"exec\",",
+        "{\"case\":\"semundo\",",
+        "{\"case\":\"shm\",",
+        "\"library_us\":{\"median\":",
+        "\"library_over_plain\":",
+        "\"mean_median\":",
+        "\"round_means\":[",
+        "\"checks\":{\"ok\":true,\"failures\":[]}",
+        "{\"goal\":\"fork+exit+waitpid under libipcns.so <= 1.10x the plain program\",\"value\":",
+        "{\"goal\":\"fork+exec+exit+waitpid under libipcns.so <= 1.10x the plain program\",\"value\":",
+    ] {
+        assert!(out.contains(field), "no {field} in {out}");
+    }
+    assert!(!out.contains("null"), "{out}");
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
+
+    let o = d
+        .command(&["fork"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .env("IPCNS_PRELOAD_LIB", &lib)
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("ipcns bench fork: "), "{out}");
+    assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
+    for row in [
+        "1. fork+_exit+waitpid ",
+        "2. fork+execve+exit+waitpid ",
+        "3. same as 1, SEM_UNDO held ",
+        "4. same as 1, 64 KiB shm attached ",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(row)),
+            "no row {row} in {out}"
+        );
+    }
+    assert!(out.contains("\nchecks: after the cycles "), "{out}");
+    assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(d.entries().is_empty(), "{:?}", d.entries());
 }
 

@@ -145,7 +145,7 @@ fn bench_without_the_executable_says_how_to_build_it() {
     assert!(help.status.success(), "{}", text(&help.stderr));
     let (topic, _) = run(&ipcns, &["help", "bench"], &empty);
     assert_eq!(text(&help.stdout), text(&topic.stdout));
-    assert!(text(&help.stdout).starts_with("usage: ipcns bench contend|idmap|lock|"));
+    assert!(text(&help.stdout).starts_with("usage: ipcns bench contend|fork|idmap|lock|"));
     let (usage, _) = run(&ipcns, &["bench"], &empty);
     assert_eq!(usage.status.code(), Some(1));
     assert_eq!(

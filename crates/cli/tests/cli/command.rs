@@ -205,11 +205,12 @@ fn version_and_help() {
     // executable (crates/bench/tests checks that it prints the same help).
     assert!(
         text(&d.run(&["help"]).stdout)
-            .contains("bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
+            .contains("bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress ")
     );
     assert!(
-        text(&d.run(&["bench", "--help"]).stdout)
-            .contains("ipcns bench contend|idmap|lock|msg|preload|rseq|semget|semop|shm ")
+        text(&d.run(&["bench", "--help"]).stdout).contains(
+            "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress "
+        )
     );
     for args in [
         &["ns", "-h"][..],
