@@ -348,11 +348,18 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     }
     let who = w.who.load(Relaxed);
     let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
+    let start = now_ns();
+    // An identity /proc showed alive lately: its pidfd alone decides,
+    // without watching a heartbeat that a descheduled sleeper (more
+    // sleepers than cpus) would not move, while this waker holds the
+    // object's lock.
+    if lock::identity_verified_lately(who, start) {
+        return lock::sleeper_identity_alive(pid, who);
+    }
     if !lock::thread_answers(pid, tid) {
         return false;
     }
     let first = w.x56.load(Relaxed);
-    let start = now_ns();
     // Only a spinning sleeper beats; one asleep in the kernel does not.
     if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
         while now_ns().saturating_sub(start) < WATCH_NS {

@@ -72,7 +72,8 @@ pub use os::identity_of;
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, forget_arena, fork_generation, futex_wait,
     futex_wake_all, holder_of, identity_alive, my_identity, note_arena, own_start, parent_pid,
-    process_alive, process_start, random_u64, sleeper_identity_alive, thread_answers,
+    identity_verified_lately, process_alive, process_start, random_u64, sleeper_identity_alive,
+    thread_answers,
     thread_children, thread_count,
 };
 

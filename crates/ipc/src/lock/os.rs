@@ -818,10 +818,7 @@ const VERIFIED_NS: u64 = 20_000_000;
 pub fn sleeper_identity_alive(pid: i32, who: u64) -> bool {
     use core::sync::atomic::Ordering::Relaxed;
     let now = monotonic_ns();
-    let recent = VERIFIED
-        .iter()
-        .any(|(w, t)| w.load(Relaxed) == who && now.saturating_sub(t.load(Relaxed)) < VERIFIED_NS);
-    if recent {
+    if identity_verified_lately(who, now) {
         match sys::process::pidfd_open(pid, 0) {
             Err(Errno::ESRCH) => return false,
             Ok(fd) => {
@@ -842,6 +839,15 @@ pub fn sleeper_identity_alive(pid: i32, who: u64) -> bool {
         VERIFIED[i].0.store(who, Relaxed);
     }
     alive
+}
+
+/// Whether /proc showed the identity `who` alive in the last
+/// `VERIFIED_NS` (so that [`sleeper_identity_alive`] asks only a pidfd).
+pub fn identity_verified_lately(who: u64, now: u64) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    VERIFIED
+        .iter()
+        .any(|(w, t)| w.load(Relaxed) == who && now.saturating_sub(t.load(Relaxed)) < VERIFIED_NS)
 }
 
 /// The children this thread has forked and not yet reaped, from

@@ -144,6 +144,8 @@ fn sleep_watching(
     let start = p.now();
     p.beat();
     let mut spins = 0u32;
+    let mut spinning = p.spin_ns() > 0;
+    let mut crowded = false;
     loop {
         // Acquire: pairs with the Release in `complete`.
         let s = state.load(Ordering::Acquire);
@@ -161,17 +163,28 @@ fn sleep_watching(
         if p.noted() {
             return Slept::Interrupted;
         }
+        // The clock only every 8th turn while spinning (a clock read costs
+        // as much as the rest of a turn).
+        spins = spins.wrapping_add(1);
+        if spinning && !spins.is_multiple_of(8) {
+            core::hint::spin_loop();
+            continue;
+        }
         let now = p.now();
         if let Some(d) = deadline
             && now >= d
         {
             return Slept::TimedOut;
         }
-        if now.saturating_sub(start) < p.spin_ns() {
-            spins = spins.wrapping_add(1);
+        spinning = !crowded && now.saturating_sub(start) < p.spin_ns();
+        if spinning {
             if spins.is_multiple_of(64) {
                 p.beat();
                 p.pause();
+                // A yield that gave the cpu away for a while: more threads
+                // want the cpus than there are, and spinning takes a cpu
+                // from the one that would end the wait. Sleep instead.
+                crowded = p.now().saturating_sub(now) > p.spin_ns() / 4;
             }
             core::hint::spin_loop();
             continue;

@@ -300,7 +300,15 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
             .store(u32::from(sem_num) | if zero { 1 << 31 } else { 0 }, Relaxed);
         return Ok(Retry::Stays);
     }
-    if !wait::sleeper_alive(w) {
+    // A sleeper with a live undo entry needs no check: its process's end
+    // applies that entry under this same lock, after this operation (which
+    // it then takes back) or before it (and the entry is no longer live).
+    let alive = if adj.is_some() {
+        w.state.load(Relaxed) != crate::park::ABANDONED
+    } else {
+        wait::sleeper_alive(w)
+    };
+    if !alive {
         wait::drop_dead(a, &s.queue, off)?;
         return Ok(Retry::Left {
             altered: false,
