@@ -732,6 +732,14 @@ pub fn process_alive(pid: i32, start: u64) -> bool {
     if pid <= 0 {
         return false;
     }
+    // This very process (asked at every shmctl and shmdt of its own
+    // segments): alive if the start time is its own, without /proc.
+    if pid == sys::process::getpid() {
+        let own = own_start();
+        if own != 0 {
+            return start == own;
+        }
+    }
     // Signal 0 only checks existence.
     if sys::process::kill(pid, 0) == Err(Errno::ESRCH) {
         return false;

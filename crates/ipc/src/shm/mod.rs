@@ -513,6 +513,18 @@ pub(crate) fn reap_if_forced(a: &Session) -> SysResult<()> {
 /// vm.overcommit_memory: 1 always; 0 (heuristic) unless more than RAM plus
 /// swap; 2 (strict) within CommitLimit - Committed_AS.
 fn enough_memory(pages: u64) -> bool {
+    // The heuristic's bound (RAM plus swap) as read in the last second:
+    // /proc/sys/vm/overcommit_memory and /proc/meminfo read at every
+    // shmget were a third of its cost. The strict mode reads on.
+    use core::sync::atomic::AtomicU64;
+    static LIMIT: AtomicU64 = AtomicU64::new(0);
+    static READ_AT: AtomicU64 = AtomicU64::new(0);
+    let now = crate::sys::time::monotonic_ns();
+    // Acquire: pairs with the Release below (LIMIT is written first).
+    let at = READ_AT.load(core::sync::atomic::Ordering::Acquire);
+    if at != 0 && now.saturating_sub(at) < 1_000_000_000 {
+        return pages <= LIMIT.load(Relaxed);
+    }
     let mode = fs::read_to_string(Path::new("/proc/sys/vm/overcommit_memory"))
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
@@ -525,11 +537,14 @@ fn enough_memory(pages: u64) -> bool {
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .unwrap_or(u64::MAX / 8192)
     };
-    match mode {
-        1 => true,
-        2 => pages <= (kb("CommitLimit:").saturating_sub(kb("Committed_AS:"))) / 4,
-        _ => pages <= (kb("MemTotal:") + kb("SwapTotal:")) / 4,
-    }
+    let limit = match mode {
+        1 => u64::MAX,
+        2 => return pages <= (kb("CommitLimit:").saturating_sub(kb("Committed_AS:"))) / 4,
+        _ => (kb("MemTotal:") + kb("SwapTotal:")) / 4,
+    };
+    LIMIT.store(limit, Relaxed);
+    READ_AT.store(now.max(1), core::sync::atomic::Ordering::Release);
+    pages <= limit
 }
 
 /// `shm_rss`: resident pages over all segments ([`rss_bytes`]).
