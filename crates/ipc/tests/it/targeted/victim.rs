@@ -37,7 +37,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 /// What a bounded call may take beyond its bound.
@@ -140,6 +140,14 @@ fn run_delay() -> u64 {
         .unwrap_or(0)
 }
 
+/// [`run_delay`] of thread `tid` of this process.
+fn run_delay_of(tid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn sop(num: u16, op: i16, flg: i16) -> sembuf {
     sembuf {
         sem_num: num,
@@ -167,6 +175,10 @@ struct Sleeper {
     bound: Option<Duration>,
     /// The queue whose removal must end its wait (msg sleepers).
     queue: Option<usize>,
+    /// Its thread and that thread's run delay when it started (0 until
+    /// it runs): `join` does not count its waits for a cpu.
+    tid: Arc<AtomicU64>,
+    delay0: Arc<AtomicU64>,
 }
 
 fn spawn(
@@ -180,8 +192,13 @@ fn spawn(
     let done = Arc::new(AtomicBool::new(false));
     let (d, s) = (done.clone(), sink.clone());
     let started = Instant::now();
+    let (tid, delay0) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (tid2, delay2) = (tid.clone(), delay0.clone());
     std::thread::spawn(move || {
         let (t0, q0) = (Instant::now(), run_delay());
+        delay2.store(q0, SeqCst);
+        // SAFETY: gettid has no arguments.
+        tid2.store(unsafe { libc::gettid() } as u64, SeqCst);
         let r = f(ns);
         let limit = bound.map_or(0, |b| (b + SLACK).as_micros());
         let q = run_delay().saturating_sub(q0) / 1000;
@@ -198,6 +215,8 @@ fn spawn(
         started,
         bound,
         queue,
+        tid,
+        delay0,
     }
 }
 
@@ -416,9 +435,23 @@ fn join(sink: &Sink, sleepers: &[Sleeper], removed: &[Option<Instant>; 3], held:
             (None, Some(t)) => Some(t + Duration::from_secs(1) + SLACK),
             (None, None) => None,
         };
-        let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_millis(300));
-        while !s.done.load(SeqCst) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
+        let mut until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_millis(300));
+        // The sleeper's bound counts the time it had, not its waits for a
+        // cpu (as the calls' bounds do): a loaded machine extends it.
+        for _ in 0..8 {
+            while !s.done.load(SeqCst) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let tid = s.tid.load(SeqCst) as i32;
+            let (Some(d), false) = (deadline, s.done.load(SeqCst) || tid == 0) else {
+                break;
+            };
+            let waited = run_delay_of(tid).saturating_sub(s.delay0.load(SeqCst));
+            let later = d + Duration::from_nanos(waited);
+            if later <= until {
+                break;
+            }
+            until = later;
         }
         if s.done.load(SeqCst) {
             continue;
