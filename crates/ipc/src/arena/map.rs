@@ -14,7 +14,11 @@
 //! the mapping ever moves). File offset `off` is always at `base + off`;
 //! the file's whole length is left free after `base` when the first run is
 //! placed (the middle of the largest free range of the address space;
-//! nothing is reserved), so growth is likely possible. An offset that
+//! nothing is reserved), so growth is likely possible. The runs are mapped
+//! exactly there (MAP_FIXED_NOREPLACE), never where the kernel would put
+//! them instead (right below another mapping: no room to grow), and one
+//! thread of the process places at a time, so that threads opening arenas
+//! at once do not choose the same range. An offset that
 //! cannot be mapped (another mapping took the room, or RLIMIT_AS) is
 //! ENOMEM at the call that needs it, never a fault. Growth is serialized
 //! by a process-local lock; readers need one acquire load of the run's
@@ -77,6 +81,13 @@ pub struct Mapping {
 unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
+
+/// Serializes the placement of runs among the process's threads (a
+/// process-local spin word naming its holder, `lock/local.rs`): each
+/// reads /proc/self/maps after the previous one mapped.
+static PLACING: AtomicU64 = AtomicU64::new(0);
+/// Addresses chosen for one placement before the whole file is mapped.
+const PLACE_TRIES: usize = 3;
 
 /// The page size the arena is laid out in.
 const PAGE: usize = 4096;
@@ -152,29 +163,52 @@ impl Mapping {
         })
     }
 
-    /// Maps the runs' initial parts: the first at [`place`]'s address (a
-    /// hint: where the kernel puts it is the base), the others at the
-    /// base plus their offsets (MAP_FIXED_NOREPLACE). Unmaps what it made
-    /// if one cannot be placed.
+    /// Maps the runs' initial parts at [`place`]'s address: each at the
+    /// base plus its offset, exactly there (MAP_FIXED_NOREPLACE); only
+    /// when no address fits, the first where the kernel puts it (that is
+    /// the base). One thread of the process at a time ([`PLACING`]): two
+    /// that read /proc/self/maps before either mapped chose the same
+    /// address, and the second mapping, taken as a hint, went where the
+    /// kernel puts one, right below another mapping, where it could never
+    /// grow (every view past its initial part ENOMEM). An address taken
+    /// meanwhile (by a mapping made without this lock) is chosen again, up
+    /// to [`PLACE_TRIES`] times. Unmaps what it made if one cannot be
+    /// placed.
     fn place_runs(file: &Fd, size: usize, runs: &[Run]) -> Result<usize, Errno> {
+        // None: a signal handler that interrupted its own thread's
+        // placement; it places alone (MAP_FIXED_NOREPLACE still never
+        // takes a range in use).
+        let _placing = crate::lock::local::take(&PLACING);
+        let mut result = Err(Errno::ENOMEM);
+        for _ in 0..PLACE_TRIES {
+            result = Mapping::place_runs_at(file, runs, place(size));
+            if result.is_ok() {
+                break;
+            }
+        }
+        result
+    }
+
+    /// [`Mapping::place_runs`] at `base` (0: where the kernel puts the
+    /// first run).
+    fn place_runs_at(file: &Fd, runs: &[Run], mut base: usize) -> Result<usize, Errno> {
         let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let mut base = place(size);
         let mut made: Vec<(usize, usize)> = Vec::new();
         let mut result = Ok(());
         for r in runs {
             let len = r.end.load(Relaxed) - r.start;
             let at = base.wrapping_add(r.start);
-            let flags = if made.is_empty() {
+            let flags = if base == 0 {
                 libc::MAP_SHARED
             } else {
                 libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE
             };
-            // SAFETY: a new mapping of our own descriptor, at a hint or
-            // with MAP_FIXED_NOREPLACE, which replaces nothing.
+            // SAFETY: a new mapping of our own descriptor, where the kernel
+            // chooses or with MAP_FIXED_NOREPLACE, which replaces nothing.
             match unsafe { mem::mmap_at(at, len, prot, flags, file.raw(), r.start as u64) } {
                 Ok(p) => {
                     made.push((p, len));
-                    if made.len() == 1 {
+                    if base == 0 {
                         base = p.wrapping_sub(r.start);
                     } else if p != at {
                         // A kernel before 4.17 took the address as a hint.

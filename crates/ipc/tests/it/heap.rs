@@ -3,16 +3,19 @@
 //! both cpus allocating and freeing at once, every block owned by one of
 //! them at a time; churners killed at random, after which the heap is
 //! still whole (nothing free twice, counts in range, the accounting within
-//! what the dead held); hostile values in a cache (offsets that are no
-//! block, a count out of range) checked before use; and a process without
-//! rseq (a seccomp filter denies it): its arenas have no caches, the lock
-//! serves it, and it cannot attach to an arena whose caches need rseq.
+//! what the dead held); arenas made by several threads at once, each of
+//! whose heaps grows past the part mapped at first; hostile values in a
+//! cache (offsets that are no block, a count out of range) checked before
+//! use; and a process without rseq (a seccomp filter denies it): its
+//! arenas have no caches, the lock serves it, and it cannot attach to an
+//! arena whose caches need rseq.
 //!
 //! IPCNS_HEAP_KILLS: how many churners the kill test kills (default 60).
 //!
 //! # Safety
 //! `pin` and the seccomp filter make plain system calls on this thread or
-//! in a forked child before exec, with structures that outlive them.
+//! in a forked child before exec, with structures that outlive them; the
+//! kill test's guard reaps its own children (`waitpid`).
 #![allow(unsafe_code)]
 
 use crate::corrupt::{Rng, env_u64};
@@ -140,9 +143,103 @@ fn size(rng: &mut Rng) -> u64 {
     }
 }
 
+/// The shared words of the churn tests: how many violations, the bytes
+/// each churner holds, and the first violation and the first error seen,
+/// for the parent to report (a forked child's panic message may be lost).
+const VIOLATIONS: usize = 0;
+/// `HELD + me`: the bytes churner `me` (0 to 2) holds now.
+const HELD: usize = 1;
+/// The first violation: what (1: not zeroed when handed out, 2: changed
+/// while held), by whom (`me << 48 | round`), the block and its size, and
+/// the words found at its first and last place.
+const V_WHAT: usize = 4;
+const V_WHO: usize = 5;
+const V_OFF: usize = 6;
+const V_SIZE: usize = 7;
+const V_FIRST: usize = 8;
+const V_LAST: usize = 9;
+/// The first error of a free: its errno (`1 << 32 | me << 16 | errno`),
+/// the block and its size.
+const E_WHAT: usize = 10;
+const E_OFF: usize = 11;
+const E_SIZE: usize = 12;
+const LOG_WORDS: usize = 13;
+
+/// The words at the first and last place of a block of `size` at `off`.
+fn stamps(ns: &Namespace, off: u64, size: u64) -> (u64, u64) {
+    let last = off + (size.max(8) - 1) / 8 * 8;
+    let w = |at| ns.arena_word(at).map_or(u64::MAX, |w| w.load(Relaxed));
+    (w(off), w(last))
+}
+
+/// Counts a violation, noting the first.
+fn violation(ns: &Namespace, log: &[AtomicU64], what: u64, who: u64, off: u64, n: u64) {
+    if log[VIOLATIONS].fetch_add(1, Relaxed) == 0 {
+        let (first, last) = stamps(ns, off, n);
+        for (i, v) in [
+            (V_WHO, who),
+            (V_OFF, off),
+            (V_SIZE, n),
+            (V_FIRST, first),
+            (V_LAST, last),
+            (V_WHAT, what),
+        ] {
+            log[i].store(v, Relaxed);
+        }
+    }
+}
+
+/// Frees a block, noting the first error (and panicking on it).
+fn free_or_note(ns: &Namespace, log: &[AtomicU64], me: u64, off: u64, n: u64) {
+    if let Err(e) = ns.heap_free(off, n) {
+        let code = e.0 as u64;
+        if log[E_WHAT]
+            .compare_exchange(0, 1 << 32 | me << 16 | code, Relaxed, Relaxed)
+            .is_ok()
+        {
+            log[E_OFF].store(off, Relaxed);
+            log[E_SIZE].store(n, Relaxed);
+        }
+        panic!("churner {me}: heap_free({off:#x}, {n}): {e}");
+    }
+}
+
+/// What the log says went wrong, for a failure message.
+fn log_report(log: &[AtomicU64]) -> String {
+    let w = |i: usize| log[i].load(Relaxed);
+    let mut out = format!("{} violation(s)", w(VIOLATIONS));
+    if w(V_WHAT) != 0 {
+        out += &format!(
+            "; the first: block {:#x} of {} bytes {} churner {} (round {}): {:#x} at its start, {:#x} at its end",
+            w(V_OFF),
+            w(V_SIZE),
+            if w(V_WHAT) == 1 {
+                "not zeroed when handed to"
+            } else {
+                "changed while held by"
+            },
+            w(V_WHO) >> 48,
+            w(V_WHO) & 0xffff_ffff_ffff,
+            w(V_FIRST),
+            w(V_LAST),
+        );
+    }
+    if w(E_WHAT) != 0 {
+        out += &format!(
+            "; churner {} failed to free block {:#x} of {} bytes: errno {}",
+            (w(E_WHAT) >> 16) & 0xffff,
+            w(E_OFF),
+            w(E_SIZE),
+            w(E_WHAT) & 0xffff,
+        );
+    }
+    out
+}
+
 /// Allocates and frees at random for `rounds` rounds (forever if 0),
 /// moving between cpus; every block is stamped while held and checked
-/// when freed (`log[0]`: violations). `log[1 + me]`: bytes held now.
+/// when freed (`log[VIOLATIONS]`, the first noted). `log[HELD + me]`:
+/// bytes held now.
 fn churn(ns: &Namespace, log: &[AtomicU64], me: u64, rounds: u64) {
     let mut rng =
         Rng::new(0x6865_6170 ^ me.wrapping_mul(0x9e37_79b9) ^ u64::from(std::process::id()));
@@ -161,30 +258,30 @@ fn churn(ns: &Namespace, log: &[AtomicU64], me: u64, rounds: u64) {
                 let v = (me << 48) | round;
                 // Zeroed when handed out: nobody else writes it.
                 if !stamped(ns, off, n, 0) {
-                    log[0].fetch_add(1, Relaxed);
+                    violation(ns, log, 1, v, off, n);
                 }
                 stamp(ns, off, n, v);
                 hand.push((off, n, v));
                 held += ipcns_heap_footprint(n);
-                log[1 + me as usize].store(held, Relaxed);
+                log[HELD + me as usize].store(held, Relaxed);
             }
         } else if !hand.is_empty() {
             let (off, n, v) = hand.swap_remove(rng.below(hand.len() as u64) as usize);
             if !stamped(ns, off, n, v) {
-                log[0].fetch_add(1, Relaxed);
+                violation(ns, log, 2, v, off, n);
             }
             held -= ipcns_heap_footprint(n);
-            log[1 + me as usize].store(held, Relaxed);
-            ns.heap_free(off, n).unwrap();
+            log[HELD + me as usize].store(held, Relaxed);
+            free_or_note(ns, log, me, off, n);
         }
     }
     for (off, n, v) in hand {
         if !stamped(ns, off, n, v) {
-            log[0].fetch_add(1, Relaxed);
+            violation(ns, log, 2, v, off, n);
         }
-        ns.heap_free(off, n).unwrap();
+        free_or_note(ns, log, me, off, n);
     }
-    log[1 + me as usize].store(0, Relaxed);
+    log[HELD + me as usize].store(0, Relaxed);
     pin(None);
 }
 
@@ -204,7 +301,7 @@ fn ipcns_heap_footprint(n: u64) -> u64 {
 fn processes_churn_with_exclusive_ownership() {
     let t = TestNs::with("heap-churn", opts());
     let base = t.ns.heap_in_use();
-    let log = SharedWords::new(8);
+    let log = SharedWords::new(LOG_WORDS);
     let words = log.words();
     let path = t.path().to_path_buf();
     let kids: Vec<i32> = (1..=3)
@@ -219,14 +316,52 @@ fn processes_churn_with_exclusive_ownership() {
         .collect();
     churn(&t.ns, words, 0, 20_000);
     for pid in kids {
-        assert_eq!(support::wait_child(pid), 0);
+        let code = support::wait_child(pid);
+        assert_eq!(code, 0, "churner {pid}: {}", log_report(words));
     }
-    assert_eq!(words[0].load(Relaxed), 0, "a block held by two at once");
-    assert_eq!(t.ns.heap_in_use(), base);
-    t.ns.check().unwrap();
+    assert_eq!(
+        words[VIOLATIONS].load(Relaxed),
+        0,
+        "a block held by two at once: {}",
+        log_report(words)
+    );
     let s = t.ns.heap_stats();
+    assert_eq!(
+        t.ns.heap_in_use(),
+        base,
+        "bytes in use once every block was freed; {s:?}; check: {:?}",
+        t.ns.check()
+    );
+    t.ns.check().unwrap();
     eprintln!("heap churn: 4 processes x 20000 rounds, {s:?}");
     assert!(s.listed + s.cached <= s.used);
+}
+
+/// The churners of the kill test (pids, 0 for none): killed and reaped
+/// when dropped, so that a failed assertion does not leave them churning
+/// (forever) after the test binary ends.
+struct Churners([i32; 2]);
+
+impl Churners {
+    /// Kills churner `k` and reaps it: its pid and how it ended (`-9`
+    /// when killed).
+    fn end(&mut self, k: usize) -> (i32, i32) {
+        let pid = core::mem::replace(&mut self.0[k], 0);
+        support::kill(pid);
+        (pid, support::wait_child(pid))
+    }
+}
+
+impl Drop for Churners {
+    fn drop(&mut self) {
+        for pid in self.0.iter_mut().filter(|p| **p > 0) {
+            support::kill(*pid);
+            let mut status = 0;
+            // SAFETY: reaps our own child; `status` is a valid out-pointer.
+            unsafe { libc::waitpid(*pid, &mut status, 0) };
+            *pid = 0;
+        }
+    }
 }
 
 /// Churners on both cpus, killed one at a time at random moments and
@@ -238,7 +373,7 @@ fn processes_churn_with_exclusive_ownership() {
 fn killed_churners_never_double_own() {
     let t = TestNs::with("heap-kill", opts());
     let base = t.ns.heap_in_use();
-    let log = SharedWords::new(8);
+    let log = SharedWords::new(LOG_WORDS);
     let words = log.words();
     let path = t.path().to_path_buf();
     let kills = env_u64("IPCNS_HEAP_KILLS", 60);
@@ -251,39 +386,117 @@ fn killed_churners_never_double_own() {
         })
     };
     let mut rng = Rng::new(0x6b69_6c6c);
-    let mut kids = [spawn(1), spawn(2)];
+    let mut kids = Churners([0; 2]);
+    kids.0[0] = spawn(1);
+    kids.0[1] = spawn(2);
     let mut dead_held = 0u64;
-    for _ in 0..kills {
+    for i in 0..kills {
         std::thread::sleep(Duration::from_micros(200 + rng.below(3000)));
         let k = rng.below(2) as usize;
-        support::kill(kids[k]);
-        assert_eq!(support::wait_child(kids[k]), -libc::SIGKILL);
-        dead_held += words[2 + k].load(Relaxed);
-        words[2 + k].store(0, Relaxed);
-        kids[k] = spawn(k as u64 + 1);
+        let (pid, code) = kids.end(k);
+        assert_eq!(
+            code,
+            -libc::SIGKILL,
+            "kill {i}: churner {} (pid {pid}) ended by itself ({code}: 101 is a panic); {}",
+            k + 1,
+            log_report(words)
+        );
+        dead_held += words[HELD + 1 + k].load(Relaxed);
+        words[HELD + 1 + k].store(0, Relaxed);
+        kids.0[k] = spawn(k as u64 + 1);
     }
-    for (k, pid) in kids.into_iter().enumerate() {
-        support::kill(pid);
-        support::wait_child(pid);
-        dead_held += words[2 + k].load(Relaxed);
+    for k in 0..2 {
+        let (pid, code) = kids.end(k);
+        assert_eq!(
+            code,
+            -libc::SIGKILL,
+            "the last churner {} (pid {pid}) ended by itself ({code}); {}",
+            k + 1,
+            log_report(words)
+        );
+        dead_held += words[HELD + 1 + k].load(Relaxed);
     }
-    assert_eq!(words[0].load(Relaxed), 0, "a block held by two at once");
+    assert_eq!(
+        words[VIOLATIONS].load(Relaxed),
+        0,
+        "a block held by two at once: {}",
+        log_report(words)
+    );
     if let Err(e) = t.ns.check() {
         panic!("after {kills} kills: {e}");
     }
-    let in_use = t.ns.heap_in_use() - base;
+    let in_use = t.ns.heap_in_use().wrapping_sub(base) as i64;
     // Each kill may land between a block's move and its count.
     let slack = (kills + 2) * 90_112;
     assert!(
-        in_use.abs_diff(dead_held) <= slack,
-        "{in_use} bytes in use, the dead held {dead_held}"
+        in_use.abs_diff(dead_held as i64) <= slack,
+        "{in_use} bytes in use (besides {base} before), the dead held {dead_held}, slack {slack}"
     );
     let s = t.ns.heap_stats();
     eprintln!(
         "heap kills: {kills} churners killed, they held {dead_held} bytes, {in_use} in use; {s:?}"
     );
     churn(&t.ns, words, 0, 2000);
-    t.ns.check().unwrap();
+    assert_eq!(
+        words[VIOLATIONS].load(Relaxed),
+        0,
+        "after the kills, in the test's own churn: {}",
+        log_report(words)
+    );
+    if let Err(e) = t.ns.check() {
+        panic!("after {kills} kills and a churn: {e}");
+    }
+}
+
+/// Arenas made by several threads of one process at once (as the tests
+/// of this binary make theirs): each mapping is placed where it can grow
+/// (`arena/map.rs`), so every heap grows past the part mapped at first
+/// (the header, the tables and 8 MiB of heap) without an error. Threads
+/// that read /proc/self/maps before any of them mapped chose the same
+/// address, and all but the first were mapped where the kernel puts a
+/// mapping, right below another one: their views past that part failed
+/// with ENOMEM (a free's error, an allocation's leak, `check` finding "no
+/// run"), which failed the churn tests that ran beside another test.
+#[test]
+fn arenas_made_at_once_all_grow() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 6;
+    // 16 MiB of 64 KiB blocks: twice what is mapped at first.
+    const BLOCKS: usize = 256;
+    for round in 0..ROUNDS {
+        let start = std::sync::Barrier::new(THREADS);
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..THREADS)
+                .map(|i| {
+                    let start = &start;
+                    s.spawn(move || -> Result<(), String> {
+                        start.wait();
+                        let t = TestNs::with(&format!("heap-grow-{i}"), opts());
+                        let mut got = Vec::with_capacity(BLOCKS);
+                        for n in 0..BLOCKS {
+                            let b = t
+                                .ns
+                                .heap_alloc(65536)
+                                .map_err(|e| format!("thread {i}, block {n} (of 64 KiB): {e}"))?;
+                            got.push(b);
+                        }
+                        for &b in &got {
+                            t.ns.heap_free(b, 65536)
+                                .map_err(|e| format!("thread {i}, free {b:#x}: {e}"))?;
+                        }
+                        t.ns.check()
+                            .map(drop)
+                            .map_err(|e| format!("thread {i}: {e}"))
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .filter_map(|h| h.join().expect("a thread panicked").err())
+                .collect()
+        });
+        assert!(errors.is_empty(), "round {round}: {errors:?}");
+    }
 }
 
 /// Writes `v` at `off` of the arena file (as a faulty process would).
@@ -400,9 +613,14 @@ fn without_rseq(peer: &str) {
     assert_eq!(ipcns_rseq::mode(), ipcns_rseq::Mode::Fallback);
     let t = TestNs::with("heap-norseq", opts());
     assert_eq!(t.ns.heap_stats().cache_cpus, 0);
-    let log = SharedWords::new(8);
+    let log = SharedWords::new(LOG_WORDS);
     churn(&t.ns, log.words(), 0, 5000);
-    assert_eq!(log.words()[0].load(Relaxed), 0);
+    assert_eq!(
+        log.words()[VIOLATIONS].load(Relaxed),
+        0,
+        "{}",
+        log_report(log.words())
+    );
     let root = ipcns::Cred::root(std::process::id() as i32);
     let q =
         t.ns.msgget(&root, 0, ipcns::abi::IPC_CREAT | 0o600)
