@@ -145,7 +145,6 @@ fn sleep_watching(
     p.beat();
     let mut spins = 0u32;
     let mut spinning = p.spin_ns() > 0;
-    let mut crowded = false;
     loop {
         // Acquire: pairs with the Release in `complete`.
         let s = state.load(Ordering::Acquire);
@@ -176,15 +175,11 @@ fn sleep_watching(
         {
             return Slept::TimedOut;
         }
-        spinning = !crowded && now.saturating_sub(start) < p.spin_ns();
+        spinning = now.saturating_sub(start) < p.spin_ns();
         if spinning {
             if spins.is_multiple_of(64) {
                 p.beat();
                 p.pause();
-                // A yield that gave the cpu away for a while: more threads
-                // want the cpus than there are, and spinning takes a cpu
-                // from the one that would end the wait. Sleep instead.
-                crowded = p.now().saturating_sub(now) > p.spin_ns() / 4;
             }
             core::hint::spin_loop();
             continue;
