@@ -333,6 +333,9 @@ pub fn abandon(w: &Waiter) -> Option<i32> {
 const HEARTBEAT_NS: u64 = 2_000_000;
 /// How long a waker watches for the heartbeat to move.
 const WATCH_NS: u64 = 50_000;
+/// How long it watches a sleeper whose identity was verified lately
+/// (its pidfd decides after that).
+const SHORT_WATCH_NS: u64 = 3_000;
 
 /// Whether the sleeper of a record still lives. A thread that does not
 /// answer `tgkill` is gone. A spinning sleeper beats every microsecond or
@@ -349,11 +352,21 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     let who = w.who.load(Relaxed);
     let (pid, tid) = (w.pid.load(Relaxed), (who & 0x3fff_ffff) as u32);
     let start = now_ns();
-    // An identity /proc showed alive lately: its pidfd alone decides,
-    // without watching a heartbeat that a descheduled sleeper (more
-    // sleepers than cpus) would not move, while this waker holds the
+    // An identity /proc showed alive lately: a short look at the heartbeat
+    // (a spinning sleeper beats every microsecond or so), then its pidfd,
+    // without watching for long a heartbeat that a descheduled sleeper
+    // (more sleepers than cpus) would not move, while this waker holds the
     // object's lock.
     if lock::identity_verified_lately(who, start) {
+        let first = w.x56.load(Relaxed);
+        if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
+            while now_ns().saturating_sub(start) < SHORT_WATCH_NS {
+                if w.x56.load(Relaxed) != first {
+                    return true;
+                }
+                core::hint::spin_loop();
+            }
+        }
         return lock::sleeper_identity_alive(pid, who);
     }
     if !lock::thread_answers(pid, tid) {
