@@ -67,10 +67,17 @@ impl Kind for MsgKind {
         s.waiters.store(0, Relaxed);
         s.journal.store(0, Relaxed);
         s.journal_aux.store(0, Relaxed);
-        // Free the messages one by one, unlinking each first. Bounded: a
-        // list cannot hold more messages than the heap has headers; a link
-        // that is no block ends the walk (the rest is leaked).
-        let limit = a.layout().size / MSG_HEADER;
+        // Free the messages one by one, unlinking each first. A list that
+        // loops is cut where the loop closes first (each free then visits
+        // a block once: a loop freed a block again and again, up to the
+        // bound below, for 40 s). Bounded: a list cannot hold more
+        // messages than the heap has headers, nor (msgsnd: "1 + qnum <=
+        // qbytes") more than the queue's qbytes; a link that is no block
+        // ends the walk (the rest is leaked).
+        queue::cut_loop(a, s);
+        let limit = (a.layout().size / MSG_HEADER)
+            .min(s.qbytes.load(Relaxed).saturating_add(1))
+            .min(crate::chain::MAX_LINKS);
         for _ in 0..limit {
             let m = s.first.load(Relaxed);
             let Ok(b) = queue::block(a, m) else {

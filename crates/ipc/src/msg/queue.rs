@@ -301,15 +301,21 @@ fn ensure_unlinked(a: &Session, s: &MsgSlot, b: u64) {
     }
 }
 
-/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it where a
-/// cycle closes (what the list was as far as it was sound) and at the
-/// first link that is not a block.
-pub(super) fn recount(a: &Session, s: &MsgSlot) {
+/// Cuts the message list where a cycle closes (what the list was as far
+/// as it was sound). Object lock held.
+pub(super) fn cut_loop(a: &Session, s: &MsgSlot) {
     if let Some(closing) = crate::chain::cut_point(s.first.load(Relaxed), |off| link(a, off))
         && let Ok(c) = block(a, closing)
     {
         c.set_next(0);
     }
+}
+
+/// Recounts `cbytes`, `qnum` and `last` from the list, cutting it where a
+/// cycle closes (what the list was as far as it was sound) and at the
+/// first link that is not a block.
+pub(super) fn recount(a: &Session, s: &MsgSlot) {
+    cut_loop(a, s);
     let (mut n, mut bytes, mut prev) = (0u64, 0u64, 0u64);
     let mut cur = s.first.load(Relaxed);
     let limit = walk_limit(a);
