@@ -219,6 +219,3 @@ pub unsafe fn recover(info: *const libc::siginfo_t, uc: *mut core::ffi::c_void) 
         false
     }
 }
-
-/// The mask bits of SIGSEGV and SIGBUS (signal n is bit n - 1).
-pub const FAULT_BITS: u64 = (1 << (libc::SIGSEGV - 1)) | (1 << (libc::SIGBUS - 1));

@@ -72,6 +72,10 @@ pub(super) fn stack() -> Option<(usize, usize)> {
     (b.0 < b.1).then_some(b)
 }
 
+/// The mask bits of SIGSEGV and SIGBUS (signal n is bit n - 1): the
+/// signals a copy that may fault (`fault.rs`) needs unblocked.
+pub const FAULT_BITS: u64 = (1 << (libc::SIGSEGV - 1)) | (1 << (libc::SIGBUS - 1));
+
 /// The entry that holds the calling thread's fault state: the main
 /// thread's when it is ours, else the table's slot for `tp`.
 #[inline(always)]
@@ -103,7 +107,7 @@ fn ask_faults(slot: &Bounds, tp: usize) -> bool {
     if ipcns_sys::signal::sigprocmask(libc::SIG_BLOCK, None, Some(&mut old)).is_err() {
         return false;
     }
-    let unblocked = old & super::fault::FAULT_BITS == 0;
+    let unblocked = old & FAULT_BITS == 0;
     slot.set_faults(tp, if unblocked { UNBLOCKED } else { BLOCKED });
     unblocked
 }
@@ -113,7 +117,7 @@ fn ask_faults(slot: &Bounds, tp: usize) -> bool {
 pub fn mask_is(mask: Option<u64>) {
     let tp = ipcns_sys::process::thread_pointer();
     let state = match mask {
-        Some(m) if m & super::fault::FAULT_BITS == 0 => UNBLOCKED,
+        Some(m) if m & FAULT_BITS == 0 => UNBLOCKED,
         Some(_) => BLOCKED,
         None => 0,
     };
