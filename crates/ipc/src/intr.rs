@@ -262,8 +262,18 @@ impl Mark {
     pub(crate) fn watch(&self, word: &AtomicU32) -> usize {
         let tid = sys::process::gettid() as u32;
         let prev = Mark::on(self.slot, |s| {
-            s.tid.store(tid, Relaxed);
-            s.word.swap(word.as_ptr() as usize, Relaxed)
+            // The old word goes first, so that a handler never pairs it
+            // with our tid; then our tid, then our word.
+            let old = s.word.swap(0, Relaxed);
+            compiler_fence(SeqCst);
+            let ours = s.tid.swap(tid, Relaxed) == tid;
+            compiler_fence(SeqCst);
+            s.word.store(word.as_ptr() as usize, Relaxed);
+            // A registration another thread left (a fork child's copy of
+            // its parent's table, found through a reused thread pointer)
+            // is not put back by `unwatch`: a handler on this thread would
+            // then reset that thread's word, in the inherited arena.
+            if ours { old } else { 0 }
         });
         // Registered before anything that follows (the CAS to SLEEPING).
         compiler_fence(SeqCst);
