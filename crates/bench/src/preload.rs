@@ -312,13 +312,18 @@ pub(crate) fn lib_path() -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("IPCNS_PRELOAD_LIB").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
+    beside_exe(
+        "libipcns.so",
+        "build it: cargo build --release -p ipcns-preload; or set IPCNS_PRELOAD_LIB",
+    )
+}
+
+/// The file `name` beside this executable (the release directory), or an
+/// error that says how to get it (`hint`).
+pub(crate) fn beside_exe(name: &str, hint: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("current_exe")?;
-    let p = exe.with_file_name("libipcns.so");
-    ensure!(
-        p.exists(),
-        "{} not found (build it: cargo build --release -p ipcns-preload; or set IPCNS_PRELOAD_LIB)",
-        p.display()
-    );
+    let p = exe.with_file_name(name);
+    ensure!(p.is_file(), "{} not found ({hint})", p.display());
     Ok(p)
 }
 

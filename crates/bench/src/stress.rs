@@ -171,14 +171,10 @@ fn find_stress_ng() -> Option<PathBuf> {
 
 /// The `ipcns` beside this program, which `ipcns run` is.
 fn ipcns_path() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe().context("current_exe")?;
-    let p = exe.with_file_name("ipcns");
-    ensure!(
-        p.is_file(),
-        "{} not found (build it: cargo build --release -p ipcns-cli -p ipcns-preload)",
-        p.display()
-    );
-    Ok(p)
+    crate::preload::beside_exe(
+        "ipcns",
+        "build it: cargo build --release -p ipcns-cli -p ipcns-preload",
+    )
 }
 
 /// The length of one run.

@@ -343,7 +343,7 @@ const SHORT_WATCH_NS: u64 = 3_000;
 /// (nobody else writes it, so a process that took over a reused pid cannot
 /// pass for it). Otherwise /proc decides: not a zombie, and its start time
 /// matches the tag in `who` (for an identity /proc showed alive lately, a
-/// pidfd says whether its process has exited: `lock::sleeper_identity_alive`).
+/// pidfd says whether its process has exited: `lock::sleeper_identity_alive_as_of`).
 pub fn sleeper_alive(w: &Waiter) -> bool {
     // A record its sleeper gave up is as good as a dead sleeper's.
     if w.state.load(Relaxed) == ABANDONED {
@@ -357,32 +357,22 @@ pub fn sleeper_alive(w: &Waiter) -> bool {
     // without watching for long a heartbeat that a descheduled sleeper
     // (more sleepers than cpus) would not move, while this waker holds the
     // object's lock.
-    if lock::identity_verified_lately(who, start) {
-        let first = w.x56.load(Relaxed);
-        if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
-            while now_ns().saturating_sub(start) < SHORT_WATCH_NS {
-                if w.x56.load(Relaxed) != first {
-                    return true;
-                }
-                core::hint::spin_loop();
-            }
-        }
-        return lock::sleeper_identity_alive(pid, who);
-    }
-    if !lock::thread_answers(pid, tid) {
+    let verified = lock::identity_verified_lately(who, start);
+    if !verified && !lock::thread_answers(pid, tid) {
         return false;
     }
     let first = w.x56.load(Relaxed);
     // Only a spinning sleeper beats; one asleep in the kernel does not.
     if w.state.load(Relaxed) == QUEUED && start.saturating_sub(first) < HEARTBEAT_NS {
-        while now_ns().saturating_sub(start) < WATCH_NS {
+        let watch = if verified { SHORT_WATCH_NS } else { WATCH_NS };
+        while now_ns().saturating_sub(start) < watch {
             if w.x56.load(Relaxed) != first {
                 return true;
             }
             core::hint::spin_loop();
         }
     }
-    lock::sleeper_identity_alive(pid, who)
+    lock::sleeper_identity_alive_as_of(pid, who, start, verified)
 }
 
 /// Drops every record of the queue whose sleeper is gone. Object lock

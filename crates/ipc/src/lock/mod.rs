@@ -72,7 +72,7 @@ pub use os::identity_of;
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, forget_arena, fork_generation, futex_wait,
     futex_wake_all, holder_of, identity_alive, identity_verified_lately, my_identity, note_arena,
-    own_start, parent_pid, process_alive, process_start, random_u64, sleeper_identity_alive,
+    own_start, parent_pid, process_alive, process_start, random_u64, sleeper_identity_alive_as_of,
     thread_answers, thread_children, thread_count,
 };
 
@@ -80,6 +80,8 @@ pub use os::{
 mod model;
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+use os::sleeper_identity_alive;
 
 use crate::errno::Errno;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};

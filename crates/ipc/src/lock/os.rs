@@ -822,11 +822,19 @@ const VERIFIED_NS: u64 = 20_000_000;
 /// read from /proc within [`VERIFIED_NS`], only whether its process has
 /// exited (a pidfd that is readable: a zombie, which /proc shows as
 /// such), two system calls instead of a /proc read (a waker's check of a
-/// sleeper, under the set's lock, on every hand-over).
+/// sleeper, under the set's lock, on every hand-over: through
+/// [`sleeper_identity_alive_as_of`], after its own look at the table).
+#[cfg(test)]
 pub fn sleeper_identity_alive(pid: i32, who: u64) -> bool {
-    use core::sync::atomic::Ordering::Relaxed;
     let now = monotonic_ns();
-    if identity_verified_lately(who, now) {
+    sleeper_identity_alive_as_of(pid, who, now, identity_verified_lately(who, now))
+}
+
+/// `sleeper_identity_alive` (the whole check) for a caller that has just asked
+/// [`identity_verified_lately`]`(who, now)`: `verified` is its answer.
+pub fn sleeper_identity_alive_as_of(pid: i32, who: u64, now: u64, verified: bool) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    if verified {
         match sys::process::pidfd_open(pid, 0) {
             Err(Errno::ESRCH) => return false,
             Ok(fd) => {
@@ -850,7 +858,7 @@ pub fn sleeper_identity_alive(pid: i32, who: u64) -> bool {
 }
 
 /// Whether /proc showed the identity `who` alive in the last
-/// `VERIFIED_NS` (so that [`sleeper_identity_alive`] asks only a pidfd).
+/// `VERIFIED_NS` (so that [`sleeper_identity_alive_as_of`] asks only a pidfd).
 pub fn identity_verified_lately(who: u64, now: u64) -> bool {
     use core::sync::atomic::Ordering::Relaxed;
     VERIFIED

@@ -34,23 +34,39 @@ use core::ffi::{c_int, c_long, c_void};
 extern "C-unwind" fn wrapper(sig: c_int, info: *mut libc::siginfo_t, uc: *mut c_void) {
     ipcns_core::note_signal();
     let _mask = HandlerMask::enter();
-    match signals::main_handler(sig) {
-        Some((h, true)) => {
-            type F = unsafe extern "C-unwind" fn(c_int, *mut libc::siginfo_t, *mut c_void);
-            // SAFETY: the program installed `h` as an SA_SIGINFO handler.
-            let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
-            // SAFETY: the kernel's own arguments (it runs this wrapper
-            // with SA_SIGINFO only).
-            unsafe { f(sig, info, uc) }
-        }
-        Some((h, false)) => {
-            type F = unsafe extern "C-unwind" fn(c_int);
-            // SAFETY: the program installed `h` as a one-argument handler.
-            let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
-            // SAFETY: the signal number, as the kernel would pass it.
-            unsafe { f(sig) }
-        }
-        None => {}
+    if let Some((h, three)) = signals::main_handler(sig) {
+        // SAFETY: the program installed `h` with that prototype; the
+        // kernel's own arguments (it runs this wrapper with SA_SIGINFO
+        // only).
+        unsafe { call_handler(h, three, sig, info, uc) }
+    }
+}
+
+/// Calls the program's handler `h` with the kernel's three arguments
+/// (`three`: it was installed with SA_SIGINFO) or with the signal alone.
+///
+/// # Safety
+/// `h` is a handler the program installed with that prototype; `info`
+/// and `uc` are the kernel's arguments of this delivery.
+unsafe fn call_handler(
+    h: usize,
+    three: bool,
+    sig: c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut c_void,
+) {
+    if three {
+        type F = unsafe extern "C-unwind" fn(c_int, *mut libc::siginfo_t, *mut c_void);
+        // SAFETY: the caller's contract: an SA_SIGINFO handler.
+        let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
+        // SAFETY: the kernel's own arguments.
+        unsafe { f(sig, info, uc) }
+    } else {
+        type F = unsafe extern "C-unwind" fn(c_int);
+        // SAFETY: the caller's contract: a one-argument handler.
+        let f: F = unsafe { core::mem::transmute::<usize, F>(h) };
+        // SAFETY: the signal number, as the kernel would pass it.
+        unsafe { f(sig) }
     }
 }
 
@@ -148,19 +164,10 @@ extern "C-unwind" fn fault_wrapper(sig: c_int, info: *mut libc::siginfo_t, uc: *
     let _ = ipcns_sys::signal::sigprocmask(libc::SIG_SETMASK, Some(&mask), None);
     ipcns_core::note_signal();
     let _mask = HandlerMask::enter();
-    if a.flags & (libc::SA_SIGINFO as u32 as u64) != 0 {
-        type F = unsafe extern "C-unwind" fn(c_int, *mut libc::siginfo_t, *mut c_void);
-        // SAFETY: the program installed it as an SA_SIGINFO handler.
-        let f: F = unsafe { core::mem::transmute::<usize, F>(a.handler) };
-        // SAFETY: the kernel's own arguments.
-        unsafe { f(sig, info, uc) }
-    } else {
-        type F = unsafe extern "C-unwind" fn(c_int);
-        // SAFETY: the program installed it as a one-argument handler.
-        let f: F = unsafe { core::mem::transmute::<usize, F>(a.handler) };
-        // SAFETY: the signal number.
-        unsafe { f(sig) }
-    }
+    let three = a.flags & (libc::SA_SIGINFO as u32 as u64) != 0;
+    // SAFETY: the program installed it with SA_SIGINFO or not, as its
+    // flags say; the kernel's own arguments.
+    unsafe { call_handler(a.handler, three, sig, info, uc) }
 }
 
 const SA_RESETHAND: u64 = libc::SA_RESETHAND as u32 as u64;
@@ -201,6 +208,14 @@ fn kernel_fault_action(prog: &signals::Action) -> libc::sigaction {
     }
     k.sa_flags = flags as u32 as c_int;
     k
+}
+
+/// Gives the kernel our fault handler for `sig`, with the flags that
+/// `prog` (the program's action) calls for: 0, or -1 and errno.
+fn install_fault(sig: c_int, prog: &signals::Action) -> c_int {
+    let k = kernel_fault_action(prog);
+    // SAFETY: our own action, with a handler of ours.
+    unsafe { next::call_sigaction(&next::SIGACTION, sig, &k, core::ptr::null_mut()) }
 }
 
 /// Takes SIGSEGV and SIGBUS over, once, so that the library's copies may
@@ -246,9 +261,7 @@ pub fn hold_faults() -> bool {
     }
     held.set_holds(true);
     for sig in [libc::SIGBUS, libc::SIGSEGV] {
-        let k = kernel_fault_action(&signals::fault_action(sig));
-        // SAFETY: our own action, with a handler of ours.
-        if unsafe { next::call_sigaction(&next::SIGACTION, sig, &k, core::ptr::null_mut()) } != 0 {
+        if install_fault(sig, &signals::fault_action(sig)) != 0 {
             held.set_holds(false);
             for (i, sig) in [libc::SIGBUS, libc::SIGSEGV].into_iter().enumerate() {
                 if let Some(old) = &saved[i] {
@@ -306,9 +319,7 @@ unsafe fn fault_sigaction(
             first_word(&a.sa_mask),
         );
         held.set_fault_action(sig, new);
-        let k = kernel_fault_action(&new);
-        // SAFETY: our own action, with a handler of ours.
-        if unsafe { next::call_sigaction(&next::SIGACTION, sig, &k, core::ptr::null_mut()) } != 0 {
+        if install_fault(sig, &new) != 0 {
             held.set_fault_action(sig, prev);
             return -1;
         }
@@ -354,9 +365,7 @@ pub fn after_failed_exec(changed: bool) {
     }
     let held = signals::lock();
     for sig in [libc::SIGBUS, libc::SIGSEGV] {
-        let k = kernel_fault_action(&signals::fault_action(sig));
-        // SAFETY: our own action.
-        unsafe { next::call_sigaction(&next::SIGACTION, sig, &k, core::ptr::null_mut()) };
+        install_fault(sig, &signals::fault_action(sig));
     }
     user::fault::set_ready(true);
     drop(held);
@@ -605,12 +614,7 @@ pub fn rt_sigaction(sig: c_long, act: usize, oact: usize, size: c_long) -> c_lon
         if act != 0 {
             let new = signals::Action::stored(k[0] as usize, k[1], k[2] as usize, k[3]);
             held.set_fault_action(sig32, new);
-            let ours = kernel_fault_action(&new);
-            // SAFETY: our own action, with a handler of ours.
-            if unsafe {
-                next::call_sigaction(&next::SIGACTION, sig32, &ours, core::ptr::null_mut())
-            } != 0
-            {
+            if install_fault(sig32, &new) != 0 {
                 held.set_fault_action(sig32, prev);
                 return -1;
             }

@@ -134,15 +134,17 @@ impl Rec {
 /// delay, /proc/thread-self/schedstat): on a loaded machine, time a call
 /// took without running.
 fn run_delay() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+    schedstat_delay("/proc/thread-self/schedstat")
 }
 
 /// [`run_delay`] of thread `tid` of this process.
 fn run_delay_of(tid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+    schedstat_delay(&format!("/proc/self/task/{tid}/schedstat"))
+}
+
+/// The run queue delay (the second field) of a `schedstat` file.
+fn schedstat_delay(path: &str) -> u64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or(0)
