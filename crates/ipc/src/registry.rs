@@ -219,7 +219,7 @@ impl<'a> Reg<'a> {
         &self,
         limit: i32,
         key: i32,
-        init: impl FnOnce(&K::Slot) -> Result<(), Errno>,
+        init: impl FnOnce(&K::Slot, i32) -> Result<(), Errno>,
     ) -> Result<i32, Errno> {
         let l = self.a.layout();
         // "if (ids->in_use >= limit) return -ENOSPC", limit = min(limit, ipc_mni).
@@ -242,7 +242,7 @@ impl<'a> Reg<'a> {
         h.state.store(CREATING, Relaxed);
         h.seq.store(seq, Relaxed);
         h.key.store(key, Relaxed);
-        let filled = init(s).and_then(|()| {
+        let filled = init(s, l.make_id(seq, idx)).and_then(|()| {
             if key != IPC_PRIVATE {
                 keys::insert(self.a, self.r, key, idx)
             } else {

@@ -1,8 +1,8 @@
 //! A process's session with an arena: the mapping ([`Arena`], shared by
 //! every participant) and what this process keeps beside it, for itself
 //! only: its record's index in the process table (`proc.rs`), its handle
-//! on the heap's per-cpu caches (`heap/cache.rs`), and the keys it found
-//! (`recent.rs`).
+//! on the heap's per-cpu caches (`heap/cache.rs`), the keys it found
+//! (`recent.rs`) and its descriptor on the segment pool (`arena/pool.rs`).
 //!
 //! The layers above the heap (the heap's own entry points, keys, the
 //! registry, the wait queues, the process table, the mechanisms) take a
@@ -44,6 +44,8 @@ pub struct Session {
     caches: Option<Caches>,
     /// Keys this process found (`recent.rs`).
     recent: Recent,
+    /// Its descriptor on the segment pool (`arena/pool.rs`).
+    shm_pool: crate::arena::pool::Cache,
 }
 
 impl Session {
@@ -55,6 +57,7 @@ impl Session {
             caches: Caches::new(arena.mapping(), arena.layout()),
             own_proc: AtomicU64::new(0),
             recent: Recent::new(),
+            shm_pool: crate::arena::pool::Cache::new(),
             arena,
         }
     }
@@ -67,6 +70,11 @@ impl Session {
     /// The keys this process found (`recent.rs`).
     pub fn recent(&self) -> &Recent {
         &self.recent
+    }
+
+    /// Its descriptor on the segment pool (`arena/pool.rs`).
+    pub(crate) fn shm_pool(&self) -> &crate::arena::pool::Cache {
+        &self.shm_pool
     }
 
     /// The heap's per-cpu caches, if this process uses them.

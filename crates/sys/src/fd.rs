@@ -1,5 +1,5 @@
-//! An owned file descriptor and the calls made on one: read, stat, chmod,
-//! truncate, allocate, seek, statfs.
+//! An owned file descriptor and the calls made on one: read, write, stat,
+//! chmod, chown, truncate, allocate, seek, statfs.
 //!
 //! # Safety
 //! Every call passes the descriptor this `Fd` owns (open until its drop)
@@ -29,6 +29,23 @@ impl Fd {
     pub fn with_raw<R>(raw: i32, f: impl FnOnce(&Fd) -> R) -> R {
         let fd = core::mem::ManuallyDrop::new(Fd(raw));
         f(&fd)
+    }
+
+    /// Gives the descriptor up without closing it: its number, which the
+    /// caller now owns (and may take back with [`Fd::from_raw`]).
+    pub fn into_raw(self) -> i32 {
+        let fd = self.0;
+        core::mem::forget(self);
+        fd
+    }
+
+    /// Takes descriptor number `fd` back as an `Fd` (closed when dropped).
+    ///
+    /// # Safety
+    /// `fd` is open and the caller's alone (given up by [`Fd::into_raw`]),
+    /// and nothing uses the number once this `Fd` is dropped.
+    pub unsafe fn from_raw(fd: i32) -> Fd {
+        Fd(fd)
     }
 
     /// The number, for system calls.
@@ -101,6 +118,33 @@ impl Fd {
             }
         }
         Ok(n)
+    }
+
+    /// `pwrite(fd, buf, len, off)` until all of `buf` is written, retried
+    /// on EINTR. The descriptor's offset is left alone.
+    pub fn pwrite_full(&self, buf: &[u8], off: u64) -> Result<(), Errno> {
+        let mut n = 0;
+        while n < buf.len() {
+            let rest = &buf[n..];
+            // SAFETY: reads at most rest.len() bytes from a buffer we borrow.
+            let r = unsafe {
+                syscall4(
+                    libc::SYS_pwrite64,
+                    self.0 as usize,
+                    rest.as_ptr() as usize,
+                    rest.len(),
+                    (off + n as u64) as usize,
+                )
+            };
+            match r {
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+                // A regular file never writes nothing but at its limit.
+                Ok(0) => return Err(Errno::EFBIG),
+                Ok(r) => n += r.min(rest.len()),
+            }
+        }
+        Ok(())
     }
 
     /// Reads until `buf` is full or the file ends; the bytes read.
@@ -179,6 +223,20 @@ impl Fd {
     pub fn chmod(&self, mode: u32) -> Result<(), Errno> {
         // SAFETY: no pointer.
         unsafe { syscall2(libc::SYS_fchmod, self.0 as usize, mode as usize) }.map(drop)
+    }
+
+    /// `fchown(fd, uid, gid)`.
+    pub fn chown(&self, uid: u32, gid: u32) -> Result<(), Errno> {
+        // SAFETY: no pointer.
+        unsafe {
+            syscall3(
+                libc::SYS_fchown,
+                self.0 as usize,
+                uid as usize,
+                gid as usize,
+            )
+        }
+        .map(drop)
     }
 
     /// `ftruncate(fd, len)`.

@@ -233,6 +233,12 @@ pub(super) fn publish(tmp: &Path, path: &Path, file: &Fd, mode: u32) -> Result<(
         });
     }
     let ours = file.stat().map_err(io_at(path))?;
+    if made_dir {
+        // A shared arena's pool is made with its directory, by its owner,
+        // so that every participant's segments can live in it; where the
+        // file system cannot hold one, segments get files of their own.
+        let _ = open_pool(path, &ours, true);
+    }
     match fs::lstat(path) {
         Ok(m) if m.same_file(&ours) => Ok(()),
         _ => Err(ArenaError::Io {
@@ -500,6 +506,75 @@ fn segment_file(
     Ok((path, f))
 }
 
+/// The name of the segment pool in the segment directory (shm/pool.rs).
+const POOL_NAME: &str = "shm.pool";
+
+/// The segment pool's length: the largest multiple of the page size a
+/// file may have (`MAX_LFS_FILESIZE`, rounded down). Sparse.
+pub(crate) const POOL_SIZE: u64 = (1 << 63) - 4096;
+
+/// Opens the segment pool `<arena>.d/shm.pool` of the arena `am` (at
+/// `arena`): read-write if `write`, else read-only, never following a
+/// link nor blocking on a FIFO. A pool must be a regular file of the
+/// arena's owner with the arena's mode without `x`, [`POOL_SIZE`] bytes
+/// long. Made when missing, by the arena's owner (or root, who gives
+/// it to the owner) opening it read-write; a half-made one (length 0: its
+/// maker died, or is at it now) is finished by the same. EIDRM for a file
+/// under the name that is no pool; the system call's errno otherwise
+/// (EFBIG or EINVAL: the file system cannot hold a file of that length).
+pub(crate) fn open_pool(arena: &Path, am: &Stat, write: bool) -> Result<(Fd, Stat), Errno> {
+    let size = POOL_SIZE;
+    let path = segment_dir_of(arena).join(POOL_NAME);
+    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+    let flags = access | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let me = euid();
+    let may_make = write && (me == am.uid || me == 0);
+    let mode = am.mode & 0o666;
+    let f = match fs::open(&path, flags, 0) {
+        Ok(f) => f,
+        Err(Errno::ENOENT) if may_make => {
+            // The directory as for a segment file: the owner's, made if
+            // missing.
+            segment_dir(arena, am.uid, am.mode).map_err(|_| Errno::ENOENT)?;
+            match fs::open(&path, flags | libc::O_CREAT | libc::O_EXCL, mode) {
+                Ok(f) => {
+                    if me != am.uid
+                        && let Err(e) = f.chown(am.uid, am.gid)
+                    {
+                        let _ = fs::unlink(&path);
+                        return Err(e);
+                    }
+                    f
+                }
+                Err(Errno::EEXIST) => fs::open(&path, flags, 0)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let m = f.stat()?;
+    if !m.is_file() || m.uid != am.uid {
+        return Err(Errno::EIDRM);
+    }
+    if m.size == size && m.mode & 0o7777 == mode {
+        return Ok((f, m));
+    }
+    if !may_make || (m.size != 0 && m.size != size) {
+        return Err(Errno::EIDRM);
+    }
+    f.chmod(mode)?;
+    if m.size != size
+        && let Err(e) = f.set_len(size)
+    {
+        // A file system that cannot hold it: no pool here, and none left
+        // half made for the next caller to try again.
+        let _ = fs::unlink(&path);
+        return Err(e);
+    }
+    let m = f.stat()?;
+    Ok((f, m))
+}
+
 /// Makes the huge page segment file `dir/shm.<serial>` of `size` bytes (a
 /// multiple of the huge page size) in `dir`, a directory on a hugetlbfs
 /// mount that follows the segment directory's rules (the arena's owner,
@@ -532,10 +607,11 @@ pub(crate) fn remove_segment_dir(dir: &Path, owner: u32) {
     }
     if let Ok(names) = fs::dir_names(dir) {
         for n in names {
-            let is_segment = n
-                .to_str()
-                .and_then(|n| n.strip_prefix("shm."))
-                .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+            let is_segment = n.to_str().is_some_and(|n| {
+                n == POOL_NAME
+                    || n.strip_prefix("shm.")
+                        .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            });
             if is_segment {
                 let _ = fs::unlink(&dir.join(n));
             }

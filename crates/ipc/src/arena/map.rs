@@ -493,6 +493,19 @@ pub fn map_segment(
     prot: i32,
     replace: bool,
 ) -> Result<usize, Errno> {
+    map_segment_at(file, 0, len, addr, prot, replace)
+}
+
+/// [`map_segment`] of the `len` bytes of `file` from offset `off` (page
+/// aligned).
+pub fn map_segment_at(
+    file: &Fd,
+    off: u64,
+    len: usize,
+    addr: usize,
+    prot: i32,
+    replace: bool,
+) -> Result<usize, Errno> {
     let flags = libc::MAP_SHARED
         | match (addr, replace) {
             (0, _) => 0,
@@ -502,7 +515,7 @@ pub fn map_segment(
     // SAFETY: a new mapping of our own descriptor. At a fixed address it
     // replaces existing pages only when the caller asked for SHM_REMAP, as
     // shmat(2) does; those pages are the caller's to give up.
-    let p = unsafe { mem::mmap(addr, len, prot, flags, file) }?;
+    let p = unsafe { mem::mmap_at(addr, len, prot, flags, file.raw(), off) }?;
     if addr != 0 && p != addr {
         // An old kernel ignoring MAP_FIXED_NOREPLACE: not where asked.
         // SAFETY: unmaps the mapping just made.

@@ -13,12 +13,13 @@ mod file;
 pub mod header;
 pub mod layout;
 pub mod map;
+pub(crate) mod pool;
 
 use crate::lock::boot_id;
 pub use file::{Access, segment_dir_of};
 pub(crate) use file::{
-    create_huge_segment, create_segment, euid, is_arena, not_found, private_dir,
-    remove_segment_dir, remove_segments,
+    POOL_SIZE, create_huge_segment, create_segment, euid, is_arena, not_found, open_pool,
+    private_dir, remove_segment_dir, remove_segments,
 };
 
 use crate::errno::Errno;

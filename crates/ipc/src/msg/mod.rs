@@ -128,7 +128,7 @@ pub(crate) fn msgget(a: &Session, cred: &Cred, key: i32, msgflg: i32) -> SysResu
     if key != IPC_PRIVATE && msgflg & abi::IPC_CREAT == 0 {
         return Err(Errno::ENOENT);
     }
-    reg.create::<MsgKind>(lim.msgmni.load(Relaxed), key, |s| {
+    reg.create::<MsgKind>(lim.msgmni.load(Relaxed), key, |s, _| {
         ctl::init_head(cred, &s.head, msgflg, now());
         // newque: "msq->q_qbytes = ns->msg_ctlmnb".
         s.qbytes

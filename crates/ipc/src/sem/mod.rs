@@ -388,7 +388,7 @@ pub(crate) fn semget(
         0
     };
     let stored = core::cell::Cell::new(false);
-    let created = reg.create::<SemKind>(lim.semmni.load(Relaxed), key, |s| {
+    let created = reg.create::<SemKind>(lim.semmni.load(Relaxed), key, |s, _| {
         ctl::init_head(cred, &s.head, semflg, now());
         s.nsems.store(n, Relaxed);
         s.base.store(base, Relaxed);

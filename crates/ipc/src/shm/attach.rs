@@ -405,7 +405,8 @@ pub(crate) fn shmat(
     let f = obtain::<ShmKind>(a, shmid)?;
     let s = f.slot;
     perm::ipcperms(cred, &s.head, acc)?;
-    let b = super::Backing::of(s)?;
+    let mut b = super::Backing::of(s)?;
+    b.settle(a, shmid, f.idx)?;
     let size = b.size;
     // The mapping first (shm_file's mmap), then the count.
     let (mapped, len) = super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;

@@ -37,19 +37,21 @@ pub mod attach;
 mod file;
 mod huge;
 mod mapped;
+pub(crate) mod pool;
 
 use file::FileId;
 use huge::Huge;
 
 /// What backs a segment: its file's serial, its size, where its file is
-/// when it is a huge page segment, and which file it is when shmget
-/// recorded that (`file.rs`).
+/// when it is a huge page segment, which file it is when shmget recorded
+/// that (`file.rs`), and its range when it lives in the pool (`pool.rs`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Backing {
     pub serial: u64,
     pub size: u64,
     pub huge: Option<Huge>,
     pub file: Option<FileId>,
+    pub pool: Option<u64>,
 }
 
 impl Backing {
@@ -62,7 +64,21 @@ impl Backing {
             size: s.size.load(Relaxed),
             huge: Huge::of(s)?,
             file: FileId::recorded(s, serial),
+            pool: pool::recorded(s)?,
         })
+    }
+
+    /// For a segment in the pool, checked against its id `id` (index
+    /// `idx`): the range must be the id's own, and the size is the pool's
+    /// table's (`pool.rs`), which the mapping then has. EIDRM otherwise.
+    pub(crate) fn settle(&mut self, a: &Session, id: i32, idx: u32) -> Result<(), Errno> {
+        if let Some(range) = self.pool {
+            if pool::range_of(id) != Some(range) {
+                return Err(Errno::EIDRM);
+            }
+            self.size = pool::size_of(a, id, idx)?;
+        }
+        Ok(())
     }
 
     /// The length of an attachment: the size rounded up to the page size
@@ -89,6 +105,28 @@ pub(crate) fn map_segment(
     exec: bool,
     remap: bool,
 ) -> Result<(usize, usize), Errno> {
+    let prot = libc::PROT_READ
+        | if rdonly { 0 } else { libc::PROT_WRITE }
+        | if exec { libc::PROT_EXEC } else { 0 };
+    let map_error = |e| match e {
+        Errno::EEXIST => Errno::EINVAL,
+        Errno::EACCES | Errno::EPERM => Errno::EACCES,
+        _ => Errno::ENOMEM,
+    };
+    if let Some(range) = b.pool {
+        // The size settled from the pool's table (`Backing::settle`): the
+        // range holds it, whatever the record says.
+        let len = b
+            .map_len()
+            .filter(|&l| l <= pool::MAX_POOLED)
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or(Errno::EIDRM)?;
+        let mapped = pool::map(a, range, len, addr, prot, remap).map_err(|e| match e {
+            Errno::EIDRM | Errno::ENOMEM => e,
+            e => map_error(e),
+        })?;
+        return Ok((mapped, len));
+    }
     let access = if rdonly { libc::O_RDONLY } else { libc::O_RDWR };
     let file = match &b.huge {
         Some(h) => {
@@ -142,15 +180,8 @@ pub(crate) fn map_segment(
     if on_file < need {
         return Err(Errno::EIDRM);
     }
-    let prot = libc::PROT_READ
-        | if rdonly { 0 } else { libc::PROT_WRITE }
-        | if exec { libc::PROT_EXEC } else { 0 };
     let mapped =
-        crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(|e| match e {
-            Errno::EEXIST => Errno::EINVAL,
-            Errno::EACCES | Errno::EPERM => Errno::EACCES,
-            _ => Errno::ENOMEM,
-        })?;
+        crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(map_error)?;
     Ok((mapped, len))
 }
 
@@ -167,6 +198,11 @@ pub(crate) fn unmap(addr: usize, len: usize) {
 /// 4 KiB pages, so the bytes resident times the huge page's 4 KiB pages.
 pub(crate) fn rss_bytes(a: &Session, s: &ShmSlot) -> u64 {
     let serial = s.serial.load(Relaxed);
+    match pool::recorded(s) {
+        Ok(Some(range)) => return pool::resident_bytes(a, range, s.size.load(Relaxed)),
+        Ok(None) => {}
+        Err(_) => return 0,
+    }
     match Huge::of(s) {
         Ok(Some(h)) => huge::resident_bytes(a, serial, &h).saturating_mul(h.page() >> PAGE_SHIFT),
         Ok(None) => file::resident_bytes(&segment_path(a, serial)),
@@ -174,14 +210,24 @@ pub(crate) fn rss_bytes(a: &Session, s: &ShmSlot) -> u64 {
     }
 }
 
-/// The size IPC_STAT shows: the record's, but for a segment whose pages
-/// are a file of its own, never more than the file holds. A caller sizes
-/// its use of an attachment by it; shmat maps the whole file, so the
-/// size shown before or after an attach never takes the caller past its
-/// mapping, whatever a participant writes in the record (the kernel's
-/// `shm_segsz` never changes). Object lock held.
-fn shown_size(a: &Session, s: &ShmSlot) -> u64 {
+/// The size IPC_STAT shows for segment `id`: the record's, but for a
+/// segment whose pages are a file of its own, never more than the file
+/// holds, and for one in the pool, never more than the pool's table says
+/// (`pool.rs`). A caller sizes its use of an attachment by it; shmat maps
+/// the whole file, or the table's size, so the size shown before or after
+/// an attach never takes the caller past its mapping, whatever a
+/// participant writes in the record (the kernel's `shm_segsz` never
+/// changes). Object lock held.
+fn shown_size(a: &Session, s: &ShmSlot, id: i32) -> u64 {
     let size = s.size.load(Relaxed);
+    match pool::recorded(s) {
+        Ok(Some(_)) => {
+            let idx = (id as u32) & (a.layout().ipc_mni - 1);
+            return pool::size_of(a, id, idx).map_or(size, |t| size.min(t));
+        }
+        Ok(None) => {}
+        Err(_) => return size,
+    }
     match Huge::of(s) {
         Ok(None) => {
             fs::lstat(&segment_path(a, s.serial.load(Relaxed))).map_or(size, |m| size.min(m.size))
@@ -216,6 +262,12 @@ impl Kind for ShmKind {
     }
 
     fn release(a: &Session, s: &ShmSlot) {
+        if let Ok(Some(_)) = pool::recorded(s) {
+            pool::release(a, s);
+            s.serial.store(0, Relaxed);
+            Huge::store(None, s);
+            return;
+        }
         let huge = Huge::of(s);
         let serial = s.serial.swap(0, Relaxed);
         let recorded = FileId::recorded(s, serial);
@@ -292,20 +344,25 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
     // The backing file, before an index is taken (hugetlb_file_setup
     // and shmem_kernel_file_setup precede ipc_addid).
     let serial = reg.r.serial.fetch_add(1, Relaxed).wrapping_add(1);
-    let (huge, (path, file)) = if shmflg & abi::SHM_HUGETLB != 0 {
+    let reserve = shmflg & abi::SHM_NORESERVE == 0;
+    // shmem_kernel_file_setup accounts the memory unless SHM_NORESERVE
+    // (security_vm_enough_memory): refuse what Linux would refuse here.
+    if shmflg & abi::SHM_HUGETLB == 0 && reserve && !enough_memory(pages) {
+        return Err(Errno::ENOMEM);
+    }
+    // A normal segment lives in the pool when it fits and the pool can be
+    // had (`pool.rs`): its range is given once its id is known.
+    let pooled = shmflg & abi::SHM_HUGETLB == 0 && pool::available(a, size);
+    let (huge, (path, file)) = if pooled {
+        (None, (None, None))
+    } else if shmflg & abi::SHM_HUGETLB != 0 {
         // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
         // permission EPERM), then a file on a hugetlbfs mount with its
         // pages reserved, or ENOMEM as when the pool cannot reserve
         // them (`huge.rs`).
         let (h, path) = huge::create(a, cred, shmflg, size, serial)?;
-        (Some(h), (path, None))
+        (Some(h), (Some(path), None))
     } else {
-        // shmem_kernel_file_setup accounts the memory unless
-        // SHM_NORESERVE (security_vm_enough_memory): refuse what Linux
-        // would refuse here.
-        if shmflg & abi::SHM_NORESERVE == 0 && !enough_memory(pages) {
-            return Err(Errno::ENOMEM);
-        }
         // A file that cannot be made (a full tmpfs, a segment
         // directory that is not the namespace's, no descriptor to make
         // and reserve it with) is shmem_kernel_file_setup failing:
@@ -319,14 +376,13 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
         // file system cannot supply is SIGBUS, as a touch of a
         // MAP_NORESERVE mapping the kernel cannot back; made by path
         // when the process has no descriptor to spare (`arena/file.rs`).
-        let reserve = shmflg & abi::SHM_NORESERVE == 0;
         let Ok((path, m)) = arena::create_segment(a.path(), a.id(), serial, size, reserve) else {
             return Err(Errno::ENOMEM);
         };
-        (None, (path, FileId::of_stat(&m)))
+        (None, (Some(path), FileId::of_stat(&m)))
     };
     let stored = core::cell::Cell::new(false);
-    let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s| {
+    let created = reg.create::<ShmKind>(lim.shmmni.load(Relaxed), key, |s, id| {
         ctl::init_head(cred, &s.head, shmflg, now());
         s.size.store(size, Relaxed);
         s.atime.store(0, Relaxed);
@@ -339,9 +395,16 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
         FileId::store(file, serial, s);
         s.creator_start.store(cred.start_time, Relaxed);
         stored.set(true);
+        if pooled {
+            let idx = (id as u32) & (a.layout().ipc_mni - 1);
+            pool::carve(a, s, id, idx, size, reserve)?;
+        }
         Ok(())
     });
-    if created.is_err() && !stored.get() {
+    if created.is_err()
+        && !stored.get()
+        && let Some(path) = path
+    {
         let _ = fs::unlink(&path);
     }
     created
@@ -407,7 +470,7 @@ pub(crate) fn shmctl(
                 cmd == abi::SHM_STAT_ANY,
             )?;
             out.shm_perm = ctl::perm_out(cred, &s.head);
-            out.shm_segsz = shown_size(a, s);
+            out.shm_segsz = shown_size(a, s, id);
             out.shm_atime = s.atime.load(Relaxed);
             out.shm_dtime = s.dtime.load(Relaxed);
             out.shm_ctime = s.head.ctime.load(Relaxed);

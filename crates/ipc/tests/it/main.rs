@@ -15,6 +15,7 @@ mod limits;
 mod msgcrash;
 mod msgdiff;
 mod msgop;
+mod pool;
 mod procdiff;
 mod recent;
 mod security;

@@ -253,7 +253,7 @@ fn a_failed_fork_counts_nothing() {
 fn a_record_larger_than_its_file_is_refused() {
     let code = support::fork_run(|| {
         use std::os::unix::fs::FileExt;
-        let t = TestNs::new("shm-oversize");
+        let t = TestNs::on_disk("shm-oversize");
         let me = Cred::root(std::process::id() as i32);
         let id = t.ns.shmget(&me, 0, 8192, 0o600).unwrap();
         let slot =

@@ -28,8 +28,24 @@ impl TestNs {
         Self::with(tag, CreateOptions::default())
     }
 
+    /// In /dev/shm, where users' namespaces live (segments in the
+    /// namespace's pool, `shm/pool.rs`), when it is there; else in the
+    /// temporary directory.
     pub fn with(tag: &str, opts: CreateOptions) -> TestNs {
-        Self::in_dir(&std::env::temp_dir(), tag, opts)
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        Self::in_dir(&dir, tag, opts)
+    }
+
+    /// In the temporary directory, a disk's file system here, which cannot
+    /// hold the segment pool (a file of 2^63 bytes): every segment a file
+    /// of its own, as on a file system without room for a pool.
+    pub fn on_disk(tag: &str) -> TestNs {
+        Self::in_dir(&std::env::temp_dir(), tag, CreateOptions::default())
     }
 
     /// A namespace whose arena is in `dir` (/dev/shm, a tmpfs, makes and
