@@ -6,9 +6,17 @@
 //! starts empty, as its attachments are gone): a fixed table of (address,
 //! length) pairs, each claimed by compare-and-swap. When it is full, the
 //! arena's length is used, bounded as before (`attach.rs`).
+//!
+//! A bitmap says which entries may be in use, so that a shmat looks at
+//! those only for the entries its new mapping covers (64 words, not 4096
+//! entries: the whole table's scan was a third of a shmat + shmdt pair). A
+//! bit is set before its entry is claimed and cleared before it is given
+//! back, so an entry in use always has its bit (a bit may outlive its
+//! entry, or be set for a claim that failed: the entry is then looked at
+//! and found empty or another's, which has its own bit).
 
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicU64, AtomicUsize};
 
 /// Attachments kept per process.
 const N: usize = 4096;
@@ -17,6 +25,8 @@ const BUSY: usize = 1;
 
 static ADDR: [AtomicUsize; N] = [const { AtomicUsize::new(0) }; N];
 static LEN: [AtomicUsize; N] = [const { AtomicUsize::new(0) }; N];
+/// Bit `k % 64` of word `k / 64`: entry `k` may be in use.
+static USED: [AtomicU64; N / 64] = [const { AtomicU64::new(0) }; N / 64];
 /// Set once an attachment found the table full.
 static FULL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
@@ -33,6 +43,10 @@ pub fn record(addr: usize, len: usize) {
     let h = home(addr);
     for i in 0..N {
         let k = (h + i) % N;
+        if ADDR[k].load(Relaxed) != 0 {
+            continue;
+        }
+        USED[k / 64].fetch_or(1 << (k % 64), Relaxed);
         if ADDR[k].compare_exchange(0, BUSY, Acquire, Relaxed).is_ok() {
             LEN[k].store(len, Relaxed);
             // Release: a reader that sees the address sees the length.
@@ -54,7 +68,8 @@ pub fn take(addr: usize) -> Option<usize> {
         let k = (h + i) % N;
         if ADDR[k].load(Acquire) == addr {
             let len = LEN[k].load(Relaxed);
-            if ADDR[k].compare_exchange(addr, 0, Relaxed, Relaxed).is_ok() {
+            USED[k / 64].fetch_and(!(1 << (k % 64)), Relaxed);
+            if ADDR[k].compare_exchange(addr, 0, Release, Relaxed).is_ok() {
                 return Some(len);
             }
         }
@@ -65,10 +80,16 @@ pub fn take(addr: usize) -> Option<usize> {
 /// Forgets the attachments lying inside `[start, end)` (a SHM_REMAP
 /// mapping replaced them).
 pub fn forget_inside(start: usize, end: usize) {
-    for k in 0..N {
-        let a = ADDR[k].load(Acquire);
-        if a > BUSY && a >= start && a.saturating_add(LEN[k].load(Relaxed)) <= end {
-            let _ = ADDR[k].compare_exchange(a, 0, Relaxed, Relaxed);
+    for (w, word) in USED.iter().enumerate() {
+        let mut bits = word.load(Relaxed);
+        while bits != 0 {
+            let k = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let a = ADDR[k].load(Acquire);
+            if a > BUSY && a >= start && a.saturating_add(LEN[k].load(Relaxed)) <= end {
+                word.fetch_and(!(1 << (k % 64)), Relaxed);
+                let _ = ADDR[k].compare_exchange(a, 0, Release, Relaxed);
+            }
         }
     }
 }
@@ -92,5 +113,14 @@ mod tests {
         forget_inside(base, base + 0x20000);
         assert_eq!(take(base + 0x10000), None);
         assert_eq!(take(0), None);
+        // Entries found through their bits wherever they hash.
+        let many: Vec<usize> = (0..100).map(|i| base + 0x100_0000 + i * 0x3000).collect();
+        for &a in &many {
+            record(a, 4096);
+        }
+        forget_inside(base + 0x100_0000, base + 0x100_0000 + 50 * 0x3000);
+        for (i, &a) in many.iter().enumerate() {
+            assert_eq!(take(a), if i < 50 { None } else { Some(4096) }, "entry {i}");
+        }
     }
 }
