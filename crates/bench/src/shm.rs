@@ -1,5 +1,6 @@
-//! `ipcns bench shm`: what a `shmat` + `shmdt` pair costs, ipcns beside
-//! the host kernel in one run, and `shm_nattch` as both count it.
+//! `ipcns bench shm`: what a `shmat` + `shmdt` pair, a `shmget` +
+//! `IPC_RMID` pair and a segment's whole life cost, ipcns beside the host
+//! kernel in one run, and `shm_nattch` as both count it.
 //!
 //! Per size (4 KiB, 64 KiB, 16 MiB), two rows: a segment attached
 //! (`shmat(id, NULL, 0)`) and detached at once, touching nothing (the cost
@@ -10,9 +11,18 @@
 //! `shmdt` in a fresh namespace; the kernel side is a child process that
 //! calls unshare(CLONE_NEWIPC) and then the raw `shmat` and `shmdt` system
 //! calls. Both map a tmpfs file (ipcns its segment file, the kernel its
-//! shmem file), so every fault is a shmem fault on both sides. The issue asks
-//! only that these be reported beside the kernel ("it is one mmap; no
-//! goal"): the table has no goal lines.
+//! shmem file), so every fault is a shmem fault on both sides.
+//!
+//! Then, per size (4 KiB, 64 KiB, 1 MiB), a segment made and removed
+//! (`shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)` + `IPC_RMID`), never
+//! attached; and a segment's whole life as stress-ng's `--shm-sysv` lives
+//! it (made, attached, one byte written per page, detached, removed),
+//! where both allocate every page: ipcns all of them at the first shmat
+//! (so that no touch can meet a full tmpfs), the kernel each at its first
+//! touch.
+//!
+//! Goals (issue 15): shmat + shmdt and shmget + IPC_RMID at least the
+//! kernel's speed, on the rows that touch nothing.
 //!
 //! Medians of ROUNDS rounds, the ipcns and kernel rounds alternating, so
 //! that a slow spell of the shared machine falls on both. Within a round
@@ -29,7 +39,7 @@
 //! tests; the numbers then mean nothing).
 
 use super::TempNs;
-use super::stats::{cpu_model, json_num, json_str, median, ratio};
+use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
 use super::sys::{Segment, SharedPage, Shm, allowed_cpus, fork};
 use anyhow::{Context, bail, ensure};
 use std::process::{Command, Stdio};
@@ -40,16 +50,73 @@ use std::time::Instant;
 pub const KERNEL_CHILD: &str = "__shm-kernel-child";
 
 const SIZES: [usize; 3] = [4 << 10, 64 << 10, 16 << 20];
-/// The rows: index into SIZES, whether each page is touched, pairs per
-/// round (fewer where a pair faults in 4096 pages).
-const ROWS: [(usize, bool, u64); 6] = [
-    (0, false, 10_000),
-    (0, true, 10_000),
-    (1, false, 10_000),
-    (1, true, 4_000),
-    (2, false, 10_000),
-    (2, true, 50),
+
+/// What a row does, per pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// shmat + shmdt of a segment made once (index into SIZES), touching
+    /// each page or not.
+    Pair(usize, bool),
+    /// shmget + IPC_RMID of this many bytes.
+    GetRmid(usize),
+    /// shmget, shmat, a byte written per page, shmdt, IPC_RMID.
+    Life(usize),
+}
+
+/// The rows: what each does and its pairs per round (fewer where a pair
+/// faults in or allocates many pages).
+const ROWS: [(Op, u64); 11] = [
+    (Op::Pair(0, false), 10_000),
+    (Op::Pair(0, true), 10_000),
+    (Op::Pair(1, false), 10_000),
+    (Op::Pair(1, true), 4_000),
+    (Op::Pair(2, false), 10_000),
+    (Op::Pair(2, true), 50),
+    (Op::GetRmid(4 << 10), 5_000),
+    (Op::GetRmid(64 << 10), 2_000),
+    (Op::GetRmid(1 << 20), 300),
+    (Op::Life(64 << 10), 2_000),
+    (Op::Life(1 << 20), 300),
 ];
+
+impl Op {
+    /// The segment's size.
+    fn size(self) -> usize {
+        match self {
+            Op::Pair(i, _) => SIZES[i],
+            Op::GetRmid(size) | Op::Life(size) => size,
+        }
+    }
+
+    /// Whether each page is written.
+    fn touch(self) -> bool {
+        matches!(self, Op::Pair(_, true) | Op::Life(_))
+    }
+
+    /// What the row does, for the table.
+    fn name(self) -> &'static str {
+        match self {
+            Op::Pair(..) => "shmat+shmdt",
+            Op::GetRmid(_) => "shmget+rmid",
+            Op::Life(_) => "whole life",
+        }
+    }
+
+    /// The row's goal, if it has one.
+    fn goal(self) -> Option<String> {
+        match self {
+            Op::Pair(i, false) => Some(format!(
+                "shmat + shmdt of {} at least the kernel's speed (k/i >= 1)",
+                size_name(SIZES[i])
+            )),
+            Op::GetRmid(size) => Some(format!(
+                "shmget + IPC_RMID of {} at least the kernel's speed (k/i >= 1)",
+                size_name(size)
+            )),
+            _ => None,
+        }
+    }
+}
 const ROUNDS: usize = 5;
 /// Turns per round, each row making a CHUNKS-th of its pairs per turn.
 const CHUNKS: u64 = 10;
@@ -67,7 +134,7 @@ const STEPS: [&str; 4] = [
 /// CHUNKS) with `IPCNS_BENCH_QUICK=1`.
 fn pairs_per_round() -> [u64; ROWS.len()] {
     let quick = super::stats::quick();
-    ROWS.map(|(_, _, n)| if quick { (n / 1000).max(CHUNKS) } else { n })
+    ROWS.map(|(_, n)| if quick { (n / 1000).max(CHUNKS) } else { n })
 }
 
 /// One round on one side (`via`): the three segments, a warm-up tenth of
@@ -81,12 +148,17 @@ fn side_round(via: Shm<'_>, pairs: &[u64; ROWS.len()], round: usize) -> anyhow::
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let run = |r: usize, n: u64| -> anyhow::Result<f64> {
-        let (size, touch, _) = ROWS[r];
-        let seg = &segs[size];
+        let (op, _) = ROWS[r];
+        let what = || format!("{} of {}", op.name(), size_name(op.size()));
         let t = Instant::now();
         for _ in 0..n {
-            seg.attach_detach(touch)
-                .with_context(|| format!("shmat + shmdt of {}", size_name(SIZES[size])))?;
+            match op {
+                Op::Pair(i, touch) => segs[i].attach_detach(touch).with_context(what)?,
+                Op::GetRmid(size) => drop(Segment::new(via, size).with_context(what)?),
+                Op::Life(size) => Segment::new(via, size)
+                    .and_then(|seg| seg.attach_detach(true))
+                    .with_context(what)?,
+            }
         }
         Ok(t.elapsed().as_nanos() as f64)
     };
@@ -198,8 +270,7 @@ where
 
 /// A row's medians: ns per pair.
 struct Row {
-    size: usize,
-    touch: bool,
+    op: Op,
     pairs: u64,
     ipcns: f64,
     kernel: Result<f64, String>,
@@ -226,9 +297,6 @@ fn size_name(size: usize) -> String {
         format!("{} KiB", size >> 10)
     }
 }
-
-const NOTE: &str = "no goal: the issue asks for shmat + shmdt beside the kernel only \
-(\"it is one mmap; no goal\")";
 
 pub fn run(json: bool) -> anyhow::Result<()> {
     let pairs = pairs_per_round();
@@ -261,9 +329,8 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let rows: Vec<Row> = ROWS
         .iter()
         .enumerate()
-        .map(|(r, &(size, touch, _))| Row {
-            size: SIZES[size],
-            touch,
+        .map(|(r, &(op, _))| Row {
+            op,
             pairs: pairs[r],
             ipcns: median(&mut ours[r]),
             kernel: match &kernel_note {
@@ -281,10 +348,19 @@ pub fn run(json: bool) -> anyhow::Result<()> {
                 .map_err(|e| format!("kernel unavailable: {e:#}")),
         },
     };
+    let goals: Vec<Goal> = rows
+        .iter()
+        .filter_map(|r| {
+            let text = r.op.goal()?;
+            let k = r.kernel.as_ref().ok()?;
+            let v = ratio(*k, r.ipcns);
+            Some(goal(&text, v, v >= 1.0))
+        })
+        .collect();
     let text = if json {
-        to_json(&cpu, cpus, &rows, &nattch)
+        to_json(&cpu, cpus, &rows, &nattch, &goals)
     } else {
-        table(&cpu, cpus, &rows, &nattch)
+        table(&cpu, cpus, &rows, &nattch, &goals)
     };
     crate::print_out(&text)?;
     Ok(())
@@ -292,14 +368,14 @@ pub fn run(json: bool) -> anyhow::Result<()> {
 
 /// `none` or `N x 1 B`: what a row writes per pair.
 fn touched(r: &Row) -> String {
-    if r.touch {
-        format!("{} x 1 B", r.size.div_ceil(PAGE))
+    if r.op.touch() {
+        format!("{} x 1 B", r.op.size().div_ceil(PAGE))
     } else {
         "none".to_string()
     }
 }
 
-fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
+fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch, goals: &[Goal]) -> String {
     let mut s = String::new();
     let mut line = |l: String| {
         s.push_str(&l);
@@ -309,8 +385,12 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
         "ipcns bench shm: shmat(id, NULL, 0) + shmdt pairs of a segment, touching nothing or one"
             .to_string(),
     );
+    line(
+        "byte per page in between; shmget + IPC_RMID pairs; a segment's whole life (made, attached,"
+            .to_string(),
+    );
     line(format!(
-        "byte per page in between; ns per pair, medians of {ROUNDS} rounds; the kernel in a fresh IPC namespace"
+        "written, detached, removed); ns per pair, medians of {ROUNDS} rounds; the kernel in a fresh IPC namespace"
     ));
     line(format!(
         "cpu: {cpu}, {}",
@@ -322,8 +402,8 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
     ));
     line(String::new());
     line(format!(
-        "{:<8} {:>10} {:>11} {:>11} {:>8} {:>7}",
-        "size", "written", "ipcns ns", "kernel ns", "k/i", "pairs"
+        "{:<12} {:<8} {:>10} {:>11} {:>11} {:>8} {:>7}",
+        "what", "size", "written", "ipcns ns", "kernel ns", "k/i", "pairs"
     ));
     for r in rows {
         let (k, kr) = match &r.kernel {
@@ -331,8 +411,9 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
             Err(_) => ("unavailable".to_string(), "-".to_string()),
         };
         line(format!(
-            "{:<8} {:>10} {:>11.0} {k:>11} {kr:>8} {:>7}",
-            size_name(r.size),
+            "{:<12} {:<8} {:>10} {:>11.0} {k:>11} {kr:>8} {:>7}",
+            r.op.name(),
+            size_name(r.op.size()),
             touched(r),
             r.ipcns,
             r.pairs
@@ -342,11 +423,21 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
         "  (pairs per row per round; k/i above 1: ipcns is faster; the touched pages exist"
             .to_string(),
     );
-    line("   after the warm-up, so each write is a fault that maps one)".to_string());
+    line(
+        "   after the warm-up, so each shmat+shmdt write is a fault that maps one; ipcns allocates"
+            .to_string(),
+    );
+    line(
+        "   a segment's pages at its first shmat, the kernel at their first touch: a whole life"
+            .to_string(),
+    );
+    line("   allocates every page on both sides)".to_string());
     if let Err(n) = &rows[0].kernel {
         line(format!("  {n}"));
     }
-    line(format!("note: {NOTE}"));
+    for g in goals {
+        line(g.line());
+    }
     line(String::new());
     line(format!(
         "{:<32} {:>6} {:>7}",
@@ -367,7 +458,7 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
     s
 }
 
-fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
+fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch, goals: &[Goal]) -> String {
     let rows: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -383,9 +474,10 @@ fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
                 ),
             };
             format!(
-                "{{\"size\":{},\"pages_written\":{},\"pairs_per_round\":{},\"ipcns_ns\":{},{k}}}",
-                r.size,
-                if r.touch { r.size.div_ceil(PAGE) } else { 0 },
+                "{{\"op\":{},\"size\":{},\"pages_written\":{},\"pairs_per_round\":{},\"ipcns_ns\":{},{k}}}",
+                json_str(r.op.name()),
+                r.op.size(),
+                if r.op.touch() { r.op.size().div_ceil(PAGE) } else { 0 },
                 r.pairs,
                 json_num(r.ipcns)
             )
@@ -413,11 +505,11 @@ fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch) -> String {
     format!(
         "{{\"bench\":\"shm\",\"cpu\":{},\"cpus\":{cpus},\"rounds\":{ROUNDS},\"pairs\":[{}],\
 \"nattch\":{{\"steps\":[{}],\"ipcns\":{},\"kernel\":{kernel},\"agree\":{agree}{missing}}},\
-\"note\":{},\"goals\":[]}}\n",
+\"goals\":[{}]}}\n",
         json_str(cpu),
         rows.join(","),
         steps.join(","),
         list(&nattch.ipcns),
-        json_str(NOTE)
+        goals.iter().map(Goal::json).collect::<Vec<_>>().join(",")
     )
 }

@@ -219,6 +219,17 @@ impl Fd {
         Ok((buf.f_type as u64, buf.f_bsize as u64))
     }
 
+    /// Bytes an unprivileged writer may still allocate on the file's file
+    /// system (`fstatfs`: `f_bavail * f_bsize`).
+    pub fn free_bytes(&self) -> Result<u64, Errno> {
+        // SAFETY: `libc::statfs` is plain data: all zeroes is a valid value.
+        let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: a pointer to a buffer of the structure's exact size,
+        // which we own, for the call.
+        unsafe { syscall2(libc::SYS_fstatfs, self.0 as usize, (&raw mut buf) as usize) }?;
+        Ok((buf.f_bavail as u64).saturating_mul(buf.f_bsize as u64))
+    }
+
     /// `fchmod(fd, mode)`.
     pub fn chmod(&self, mode: u32) -> Result<(), Errno> {
         // SAFETY: no pointer.

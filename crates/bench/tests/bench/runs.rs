@@ -168,8 +168,9 @@ fn bench_semop_table() {
 }
 
 /// As semop's: every kernel number is there as root, else each says why it
-/// is missing. No goals (the issue sets none). ipcns's shm_nattch counts
-/// are Linux's: 3 attaches, 6 in a forked child, 3 after its exit, 0.
+/// is missing, and so are the goals of the rows that touch nothing
+/// (shmat + shmdt, shmget + IPC_RMID). ipcns's shm_nattch counts are
+/// Linux's: 3 attaches, 6 in a forked child, 3 after its exit, 0.
 #[test]
 fn bench_shm_json_has_every_number() {
     let d = TempDir::new("bench-shm");
@@ -181,28 +182,31 @@ fn bench_shm_json_has_every_number() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("{\"bench\":\"shm\",\"cpu\":\""), "{out}");
-    assert!(out.ends_with(",\"goals\":[]}\n"), "{out}");
     assert_eq!(out.lines().count(), 1, "{out}");
     for field in [
         "\"rounds\":5,",
-        "\"pairs\":[{\"size\":4096,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":4096,\"pages_written\":1,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":65536,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":65536,\"pages_written\":16,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":16777216,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
-        "{\"size\":16777216,\"pages_written\":4096,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "\"pairs\":[{\"op\":\"shmat+shmdt\",\"size\":4096,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmat+shmdt\",\"size\":4096,\"pages_written\":1,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmat+shmdt\",\"size\":65536,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmat+shmdt\",\"size\":65536,\"pages_written\":16,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmat+shmdt\",\"size\":16777216,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmat+shmdt\",\"size\":16777216,\"pages_written\":4096,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmget+rmid\",\"size\":4096,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"shmget+rmid\",\"size\":1048576,\"pages_written\":0,\"pairs_per_round\":10,\"ipcns_ns\":",
+        "{\"op\":\"whole life\",\"size\":1048576,\"pages_written\":256,\"pairs_per_round\":10,\"ipcns_ns\":",
         "\"nattch\":{\"steps\":[\"after 3 attaches\",\"in a child forked then\",\
 \"after the child's exit\",\"after the 3 detaches\"],\"ipcns\":[3,6,3,0],\"kernel\":",
-        "\"note\":\"no goal: ",
     ] {
         assert!(out.contains(field), "no {field} in {out}");
     }
     assert!(!out.contains("\"ipcns_ns\":null"), "{out}");
-    assert!(!out.contains("\"goal\":"), "{out}");
     if out.contains("kernel unavailable") {
-        assert_eq!(out.matches("\"kernel_ns\":null").count(), 6, "{out}");
+        assert!(out.ends_with(",\"goals\":[]}\n"), "{out}");
+        assert_eq!(out.matches("\"kernel_ns\":null").count(), 11, "{out}");
         assert!(out.contains("\"kernel\":null,\"agree\":null,\"kernel_missing\":\""));
     } else {
+        // Three shmat + shmdt rows and three shmget + IPC_RMID rows.
+        assert_eq!(out.matches("{\"goal\":").count(), 6, "{out}");
         assert!(!out.contains("null"), "{out}");
         assert!(
             out.contains("\"kernel\":[3,6,3,0],\"agree\":true}"),
@@ -224,14 +228,17 @@ fn bench_shm_table() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench shm: "), "{out}");
-    assert!(out.lines().nth(2).unwrap().starts_with("cpu: "), "{out}");
+    assert!(out.lines().nth(3).unwrap().starts_with("cpu: "), "{out}");
     for row in [
-        "4 KiB          none ",
-        "4 KiB       1 x 1 B ",
-        "64 KiB         none ",
-        "64 KiB     16 x 1 B ",
-        "16 MiB         none ",
-        "16 MiB   4096 x 1 B ",
+        "shmat+shmdt  4 KiB          none ",
+        "shmat+shmdt  4 KiB       1 x 1 B ",
+        "shmat+shmdt  64 KiB         none ",
+        "shmat+shmdt  64 KiB     16 x 1 B ",
+        "shmat+shmdt  16 MiB         none ",
+        "shmat+shmdt  16 MiB   4096 x 1 B ",
+        "shmget+rmid  4 KiB          none ",
+        "shmget+rmid  1 MiB          none ",
+        "whole life   1 MiB     256 x 1 B ",
         "after 3 attaches ",
         "in a child forked then ",
         "after the child's exit ",
@@ -242,8 +249,8 @@ fn bench_shm_table() {
             "no row {row} in {out}"
         );
     }
-    assert!(!out.lines().any(|l| l.starts_with("goal: ")), "{out}");
-    assert!(out.contains("\nnote: no goal: "), "{out}");
+    let goals = out.lines().filter(|l| l.starts_with("goal: ")).count();
+    assert!(goals == 6 || out.contains("kernel unavailable"), "{out}");
     assert!(
         out.contains("  ipcns and the kernel agree\n")
             || out.contains("  the kernel's counts are missing"),

@@ -408,6 +408,13 @@ pub(crate) fn shmat(
     let mut b = super::Backing::of(s)?;
     b.settle(a, shmid, f.idx)?;
     let size = b.size;
+    if let (Some(range), true) = (b.pool, b.unreserved) {
+        // The first attach allocates the segment's pages (`pool.rs`).
+        let _g = lock_object::<ShmKind>(a, s)?;
+        still_valid(&f)?;
+        let len = b.map_len().ok_or(Errno::EIDRM)?;
+        super::pool::reserve(a, f.idx, range, len)?;
+    }
     // The mapping first (shm_file's mmap), then the count.
     let (mapped, len) = super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
     let me = match a.me() {

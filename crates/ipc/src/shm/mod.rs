@@ -52,6 +52,9 @@ pub(crate) struct Backing {
     pub huge: Option<Huge>,
     pub file: Option<FileId>,
     pub pool: Option<u64>,
+    /// A segment in the pool whose pages are still to be allocated
+    /// (`pool::reserve`), as [`Backing::settle`] found.
+    pub unreserved: bool,
 }
 
 impl Backing {
@@ -65,18 +68,20 @@ impl Backing {
             huge: Huge::of(s)?,
             file: FileId::recorded(s, serial),
             pool: pool::recorded(s)?,
+            unreserved: false,
         })
     }
 
     /// For a segment in the pool, checked against its id `id` (index
     /// `idx`): the range must be the id's own, and the size is the pool's
-    /// table's (`pool.rs`), which the mapping then has. EIDRM otherwise.
+    /// table's (`pool.rs`), which the mapping then has, with whether its
+    /// pages are still to be allocated. EIDRM otherwise.
     pub(crate) fn settle(&mut self, a: &Session, id: i32, idx: u32) -> Result<(), Errno> {
         if let Some(range) = self.pool {
             if pool::range_of(id) != Some(range) {
                 return Err(Errno::EIDRM);
             }
-            self.size = pool::size_of(a, id, idx)?;
+            (self.size, self.unreserved) = pool::size_of(a, id, idx)?;
         }
         Ok(())
     }
@@ -223,7 +228,7 @@ fn shown_size(a: &Session, s: &ShmSlot, id: i32) -> u64 {
     match pool::recorded(s) {
         Ok(Some(_)) => {
             let idx = (id as u32) & (a.layout().ipc_mni - 1);
-            return pool::size_of(a, id, idx).map_or(size, |t| size.min(t));
+            return pool::size_of(a, id, idx).map_or(size, |(t, _)| size.min(t));
         }
         Ok(None) => {}
         Err(_) => return size,

@@ -10,9 +10,11 @@
 //! (a mapping some process kept past the segment's end, which ipcns did
 //! not count, sees a later segment only then). The file is
 //! `2^63 - 4096` bytes long and sparse: a range costs nothing until its
-//! pages are allocated. shmget allocates the segment's pages
-//! (`fallocate`) unless SHM_NORESERVE, as a segment file did
-//! (`arena/file.rs`); the segment's destruction punches them out of the
+//! pages are allocated. The first shmat allocates the segment's pages
+//! (`fallocate`) unless SHM_NORESERVE, before anything maps them, so no
+//! touch can meet a full file system (shmget checks that there is room,
+//! as shmem's accounting does: [`carve`], [`reserve`]); the segment's
+//! destruction punches them out of the
 //! file (`FALLOC_FL_PUNCH_HOLE`), which gives them back and zeroes them
 //! for the next owner of the range. A huge page segment, a larger one, or
 //! any segment where no pool can be had (a file system that cannot hold
@@ -21,8 +23,8 @@
 //!
 //! # The size table
 //! The first [`TABLE`] bytes hold one 32-byte entry per index: a tag, the
-//! id and the size, written by shmget through the descriptor and never
-//! mapped. shmat maps, and IPC_STAT shows, the size found there, whatever
+//! id, the size and whether the pages are still to be allocated, written
+//! through the descriptor and never mapped. shmat maps, and IPC_STAT shows, the size found there, whatever
 //! the record says: a stray write into the arena (a faulty participant)
 //! can change a record's size but not what a caller maps, so no caller is
 //! led past its mapping, nor into pages shmget did not allocate, as the
@@ -170,10 +172,11 @@ pub(crate) fn available(a: &Session, size: u64) -> bool {
 
 /// Gives segment `id` (at index `idx`, `size` bytes) its range: the
 /// record first (so that a creator dying here leaves a record whose
-/// release punches the range), then its pages unless `!reserve`, then its
-/// size table entry. ENOMEM when the file system has no room, as a
-/// segment file's allocation gave. Registry lock held, before the
-/// segment is live.
+/// release punches the range), then its size table entry, which says
+/// whether its pages are still to be allocated ([`reserve`], at the first
+/// shmat) unless `!reserve`. ENOMEM when the file system has no room for
+/// them now (`statfs`), as shmem's accounting refuses a segment. Registry
+/// lock held, before the segment is live.
 pub(crate) fn carve(
     a: &Session,
     s: &ShmSlot,
@@ -190,30 +193,54 @@ pub(crate) fn carve(
     store(Some(range), s);
     let h = handle(a, true, true).map_err(|_| Errno::ENOMEM)?;
     Fd::with_raw(h.fd, |f| {
-        if reserve {
-            match f.fallocate(0, range, len) {
-                Ok(()) | Err(Errno(libc::EOPNOTSUPP)) => {}
-                Err(_) => return Err(Errno::ENOMEM),
-            }
+        if reserve && f.free_bytes().is_ok_and(|free| free < len) {
+            return Err(Errno::ENOMEM);
         }
         let mut e = [0u8; ENTRY as usize];
         e[0..8].copy_from_slice(&h.tag.to_ne_bytes());
         e[8..12].copy_from_slice(&id.to_ne_bytes());
         e[16..24].copy_from_slice(&size.to_ne_bytes());
+        e[24..32].copy_from_slice(&u64::from(reserve).to_ne_bytes());
         f.pwrite_full(&e, u64::from(idx) * ENTRY)
             .map_err(|_| Errno::ENOMEM)
     })
 }
 
-/// The size of segment `id` at index `idx` as its table entry says;
-/// `None` when the entry is not this segment's (or the pool cannot be
-/// read: a caller that may not read it gets EACCES from shmat).
-pub(crate) fn size_of(a: &Session, id: i32, idx: u32) -> Result<u64, Errno> {
+/// Allocates the pages of segment `idx`'s range (`len` bytes at `range`)
+/// that its entry says are still to be (see [`carve`]), and says they no
+/// longer are: a segment's pages are all there before anybody maps them,
+/// so no touch can fault on a full file system; ENOMEM (shmat's "could
+/// not allocate memory") when it has no room. The kernel allocates a
+/// segment's pages as they are first touched; ipcns at the first shmat,
+/// not at shmget, so that shmget costs what the kernel's does. A caller
+/// that may not write the pool (a participant that may only read) maps
+/// without. Object lock held (the entry is this segment's until its
+/// destruction, which takes the lock).
+pub(crate) fn reserve(a: &Session, idx: u32, range: u64, len: u64) -> Result<(), Errno> {
+    let Ok(h) = handle(a, true, true) else {
+        return Ok(());
+    };
+    Fd::with_raw(h.fd, |f| {
+        match f.fallocate(0, range, len) {
+            Ok(()) | Err(Errno(libc::EOPNOTSUPP)) => {}
+            Err(_) => return Err(Errno::ENOMEM),
+        }
+        // Done: the entry's last word back to 0.
+        let _ = f.pwrite_full(&0u64.to_ne_bytes(), u64::from(idx) * ENTRY + 24);
+        Ok(())
+    })
+}
+
+/// The size of segment `id` at index `idx` as its table entry says, and
+/// whether its pages are still to be allocated ([`reserve`]); EIDRM when
+/// the entry is not this segment's (or the pool cannot be read: a caller
+/// that may not read it gets EACCES).
+pub(crate) fn size_of(a: &Session, id: i32, idx: u32) -> Result<(u64, bool), Errno> {
     let off = u64::from(idx)
         .checked_mul(ENTRY)
         .filter(|&o| o + ENTRY <= TABLE)
         .ok_or(Errno::EIDRM)?;
-    let read = |h: Handle| -> Result<Option<u64>, Errno> {
+    let read = |h: Handle| -> Result<Option<(u64, bool)>, Errno> {
         let mut e = [0u8; ENTRY as usize];
         let n = Fd::with_raw(h.fd, |f| f.pread_full(&mut e, off));
         let word = |at: usize| u64::from_ne_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
@@ -223,7 +250,7 @@ pub(crate) fn size_of(a: &Session, id: i32, idx: u32) -> Result<u64, Errno> {
                 (i32::from_ne_bytes([e[8], e[9], e[10], e[11]]) == id
                     && size > 0
                     && size <= MAX_POOLED)
-                    .then_some(size)
+                    .then_some((size, word(24) != 0))
             }
             // Not the pool any more: opened again below.
             _ => return Err(Errno(libc::EBADF)),
@@ -231,7 +258,7 @@ pub(crate) fn size_of(a: &Session, id: i32, idx: u32) -> Result<u64, Errno> {
     };
     let h = handle(a, false, false).map_err(map_open)?;
     match read(h) {
-        Ok(Some(size)) => Ok(size),
+        Ok(Some(entry)) => Ok(entry),
         Ok(None) => Err(Errno::EIDRM),
         Err(_) => {
             // The number was not the pool's: forget it, open it again.

@@ -471,8 +471,9 @@ fn touch_pages(addr: usize, len: usize) {
 /// written whole, then a second 16 MiB one is refused too (the first
 /// holds its pages); with SHM_NORESERVE the 32 MiB segment is granted
 /// sparse (a touch past the room left would fault, as with Linux's
-/// MAP_NORESERVE: not touched here). Refused segments leave no pages
-/// taken on the tmpfs (segments live in the namespace's pool file,
+/// MAP_NORESERVE: not touched here). Two 7 MiB segments then both fit at
+/// shmget, but only the first's shmat finds room for its pages: the
+/// second is ENOMEM. Refused segments leave no pages taken on the tmpfs (segments live in the namespace's pool file,
 /// `shm/pool.rs`, whose reserved pages the tmpfs counts as used).
 #[test]
 fn a_segment_larger_than_its_tmpfs_is_refused_not_sigbus() {
@@ -543,6 +544,28 @@ fn a_segment_larger_than_its_tmpfs_is_refused_not_sigbus() {
             say(format!("shmget(32 MiB, SHM_NORESERVE) = {sparse:?}"));
             if sparse.is_err() || !near(4 << 20) {
                 return 7;
+            }
+            // Two segments that fit one at a time but not both: each
+            // shmget finds room (the pages come with the first shmat), the
+            // first shmat takes them and is written whole, the second is
+            // ENOMEM, never a SIGBUS at a touch.
+            let x = ns.shmget(&root, IPC_PRIVATE, 7 << 20, 0o600);
+            let y = ns.shmget(&root, IPC_PRIVATE, 7 << 20, 0o600);
+            say(format!("shmget(7 MiB) twice = {x:?}, {y:?}"));
+            let (Ok(x), Ok(y)) = (x, y) else {
+                return 8;
+            };
+            match ns.shmat(&root, x, 0, 0) {
+                Ok(a) => touch_pages(a, 7 << 20),
+                Err(e) => {
+                    say(format!("shmat of the first: {e:?}"));
+                    return 9;
+                }
+            }
+            let second = ns.shmat(&root, y, 0, 0);
+            say(format!("shmat of the second = {second:?}"));
+            if second != Err(ipcns::Errno::ENOMEM) || !near(11 << 20) {
+                return 10;
             }
             0
         },
