@@ -667,10 +667,14 @@ pub(super) enum Woke {
 
 /// Sleeps on our record (no lock held) until a waker finishes it, a signal
 /// handler runs (one noted since `mark`, the call's start), or, looking
-/// once a second, the queue is found removed.
-pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark) -> Woke {
+/// once a second, the queue is found removed. Spinning first only if the
+/// record was among the first on the list (`first`, `wait::sleep`).
+pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark, first: bool) -> Woke {
+    let mut first = first;
     loop {
-        match wait::sleep(w, Some(wait::now_ns() + 1_000_000_000), mark, &mut || {}) {
+        let deadline = Some(wait::now_ns() + 1_000_000_000);
+        let slept = wait::sleep(w, deadline, mark, core::mem::take(&mut first), &mut || {});
+        match slept {
             Slept::Done(_) => return Woke::Done,
             Slept::Interrupted => return Woke::Interrupted,
             Slept::Cancelled => return Woke::Cancelled,

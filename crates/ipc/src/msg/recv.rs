@@ -285,8 +285,11 @@ fn msgrcv_bounded(
                 msgtyp,
             },
         )?;
+        // Read under the lock: whether ours is among the records served
+        // next (`wait::sleep`).
+        let first = wait::among_first(a, &s.waiters, rec, wait::SPINNERS);
         drop(g);
-        let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
+        let woke = queue::sleep(&f, wait::at(a, rec)?, mark, first);
         // The record must be collected whatever the call's deadline.
         let g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
         let (done, status, handed) = queue::collect(a, s, rec)?;

@@ -109,8 +109,11 @@ fn msgsnd_bounded(
                 msgtyp: 0,
             },
         )?;
+        // Read under the lock: whether ours is among the records served
+        // next (`wait::sleep`).
+        let first = wait::among_first(a, &s.waiters, rec, wait::SPINNERS);
         drop(g);
-        let woke = queue::sleep(&f, wait::at(a, rec)?, mark);
+        let woke = queue::sleep(&f, wait::at(a, rec)?, mark, first);
         // The record must be collected whatever the call's deadline.
         g = crate::registry::lock_object_unbounded::<MsgKind>(a, s)?;
         // ss_del, then "if (!ipc_valid_object(&msq->q_perm)) { err =

@@ -562,7 +562,7 @@ fn semtimedop_try(
     (deadline, mark): (Option<u64>, wait::Mark),
 ) -> SysResult<i32> {
     let s = f.slot;
-    let waiter = {
+    let (waiter, first) = {
         let _g = lock_object::<SemKind>(a, s)?;
         // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
         still_valid(f)?;
@@ -598,7 +598,12 @@ fn semtimedop_try(
                 return Ok(0);
             }
             Attempt::Fail(e) => return Err(e),
-            Attempt::Block { sem_num, zero } => enqueue(a, s, cred, sops, sem_num, zero, entry)?,
+            Attempt::Block { sem_num, zero } => {
+                let off = enqueue(a, s, cred, sops, sem_num, zero, entry)?;
+                // Read under the lock: whether ours is among the records
+                // a waker completes next (`wait::sleep`).
+                (off, wait::among_first(a, &s.queue, off, wait::SPINNERS))
+            }
         }
     };
     let w = wait::at(a, waiter)?;
@@ -607,7 +612,7 @@ fn semtimedop_try(
     let mut tick = || {
         let _ = a.reap();
     };
-    let result = match wait::sleep(w, deadline, mark, &mut tick) {
+    let result = match wait::sleep(w, deadline, mark, first, &mut tick) {
         Slept::Done(status) => status,
         gave_up => {
             // Leave the queue, unless a waker finished us meanwhile
