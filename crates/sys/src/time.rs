@@ -51,7 +51,7 @@ pub fn real_seconds() -> i64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: time(NULL) writes nothing.
-        i64::from(unsafe { libc::time(core::ptr::null_mut()) })
+        unsafe { libc::time(core::ptr::null_mut()) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
