@@ -62,6 +62,8 @@ pub trait Kind {
 }
 
 /// Locks an object, repairing it first if the previous holder died.
+/// Always inlined, as `Lock::lock_with`.
+#[inline(always)]
 pub fn lock_object<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
     let mut g = s.head().lock.lock()?;
     if g.recovered() {
