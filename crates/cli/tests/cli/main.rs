@@ -90,11 +90,20 @@ impl TempDir {
 /// `None` then.
 pub fn output_within(c: &mut Command, limit: Duration) -> Option<Output> {
     use std::io::Read;
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ipcns");
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    // ETXTBSY: an executable a test just copied is still open for writing
+    // in a child another test thread forked meanwhile (its descriptor is
+    // close-on-exec, but open until that child's exec): again, shortly.
+    let mut tries = 0;
+    let mut child = loop {
+        match c.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => break r.expect("run ipcns"),
+        }
+    };
     // Drain both pipes meanwhile, so that a chatty child cannot block.
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
