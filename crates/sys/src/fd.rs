@@ -208,26 +208,28 @@ impl Fd {
         statx_fd(self.0)
     }
 
-    /// `fstatfs(fd)`: the file system's type (`f_type`) and block size
-    /// (`f_bsize`, the huge page size on hugetlbfs).
-    pub fn statfs(&self) -> Result<(u64, u64), Errno> {
+    /// `fstatfs(fd)`.
+    fn statfs_raw(&self) -> Result<libc::statfs, Errno> {
         // SAFETY: `libc::statfs` is plain data: all zeroes is a valid value.
         let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: a pointer to a buffer of the structure's exact size,
         // which we own, for the call.
         unsafe { syscall2(libc::SYS_fstatfs, self.0 as usize, (&raw mut buf) as usize) }?;
+        Ok(buf)
+    }
+
+    /// `fstatfs(fd)`: the file system's type (`f_type`) and block size
+    /// (`f_bsize`, the huge page size on hugetlbfs).
+    pub fn statfs(&self) -> Result<(u64, u64), Errno> {
+        let buf = self.statfs_raw()?;
         Ok((buf.f_type as u64, buf.f_bsize as u64))
     }
 
     /// Bytes an unprivileged writer may still allocate on the file's file
     /// system (`fstatfs`: `f_bavail * f_bsize`).
     pub fn free_bytes(&self) -> Result<u64, Errno> {
-        // SAFETY: `libc::statfs` is plain data: all zeroes is a valid value.
-        let mut buf: libc::statfs = unsafe { core::mem::zeroed() };
-        // SAFETY: a pointer to a buffer of the structure's exact size,
-        // which we own, for the call.
-        unsafe { syscall2(libc::SYS_fstatfs, self.0 as usize, (&raw mut buf) as usize) }?;
-        Ok((buf.f_bavail as u64).saturating_mul(buf.f_bsize as u64))
+        let buf = self.statfs_raw()?;
+        Ok(buf.f_bavail.saturating_mul(buf.f_bsize as u64))
     }
 
     /// `fchmod(fd, mode)`.

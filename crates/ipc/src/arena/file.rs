@@ -523,7 +523,6 @@ pub(crate) const POOL_SIZE: u64 = (1 << 63) - 4096;
 /// under the name that is no pool; the system call's errno otherwise
 /// (EFBIG or EINVAL: the file system cannot hold a file of that length).
 pub(crate) fn open_pool(arena: &Path, am: &Stat, write: bool) -> Result<(Fd, Stat), Errno> {
-    let size = POOL_SIZE;
     let path = segment_dir_of(arena).join(POOL_NAME);
     let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
     let flags = access | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
@@ -556,15 +555,15 @@ pub(crate) fn open_pool(arena: &Path, am: &Stat, write: bool) -> Result<(Fd, Sta
     if !m.is_file() || m.uid != am.uid {
         return Err(Errno::EIDRM);
     }
-    if m.size == size && m.mode & 0o7777 == mode {
+    if m.size == POOL_SIZE && m.mode & 0o7777 == mode {
         return Ok((f, m));
     }
-    if !may_make || (m.size != 0 && m.size != size) {
+    if !may_make || (m.size != 0 && m.size != POOL_SIZE) {
         return Err(Errno::EIDRM);
     }
     f.chmod(mode)?;
-    if m.size != size
-        && let Err(e) = f.set_len(size)
+    if m.size != POOL_SIZE
+        && let Err(e) = f.set_len(POOL_SIZE)
     {
         // A file system that cannot hold it: no pool here, and none left
         // half made for the next caller to try again.

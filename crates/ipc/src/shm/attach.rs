@@ -406,14 +406,14 @@ pub(crate) fn shmat(
     let s = f.slot;
     perm::ipcperms(cred, &s.head, acc)?;
     let mut b = super::Backing::of(s)?;
-    b.settle(a, shmid, f.idx)?;
+    b.settle(a, shmid)?;
     let size = b.size;
     if let (Some(range), true) = (b.pool, b.unreserved) {
         // The first attach allocates the segment's pages (`pool.rs`).
         let _g = lock_object::<ShmKind>(a, s)?;
         still_valid(&f)?;
         let len = b.map_len().ok_or(Errno::EIDRM)?;
-        super::pool::reserve(a, f.idx, range, len)?;
+        super::pool::reserve(a, shmid, range, len)?;
     }
     // The mapping first (shm_file's mmap), then the count.
     let (mapped, len) = super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;

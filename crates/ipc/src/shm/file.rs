@@ -154,16 +154,23 @@ pub(crate) fn resident_bytes(path: &Path) -> u64 {
     if !m.is_file() {
         return 0;
     }
+    data_bytes(&f, 0, m.size)
+}
+
+/// The bytes of `[from, end)` of the file open on `f` that hold data
+/// (SEEK_DATA and SEEK_HOLE, at most one turn per extent; every turn moves
+/// forward). A file system that cannot say counts none.
+pub(super) fn data_bytes(f: &crate::sys::Fd, from: u64, end: u64) -> u64 {
     let mut total = 0u64;
-    let mut at = 0u64;
-    for _ in 0..=m.size / 4096 {
-        let Some(data) = f.seek(at, libc::SEEK_DATA) else {
+    let mut at = from;
+    while at < end {
+        let Some(data) = f.seek(at, libc::SEEK_DATA).filter(|&d| d < end) else {
             break;
         };
         let Some(hole) = f.seek(data, libc::SEEK_HOLE).filter(|&h| h > data) else {
             break;
         };
-        total = total.saturating_add(hole - data);
+        total = total.saturating_add(hole.min(end) - data);
         at = hole;
     }
     total

@@ -72,16 +72,15 @@ impl Backing {
         })
     }
 
-    /// For a segment in the pool, checked against its id `id` (index
-    /// `idx`): the range must be the id's own, and the size is the pool's
+    /// For a segment in the pool, checked against its id `id`: the range must be the id's own, and the size is the pool's
     /// table's (`pool.rs`), which the mapping then has, with whether its
     /// pages are still to be allocated. EIDRM otherwise.
-    pub(crate) fn settle(&mut self, a: &Session, id: i32, idx: u32) -> Result<(), Errno> {
+    pub(crate) fn settle(&mut self, a: &Session, id: i32) -> Result<(), Errno> {
         if let Some(range) = self.pool {
             if pool::range_of(id) != Some(range) {
                 return Err(Errno::EIDRM);
             }
-            (self.size, self.unreserved) = pool::size_of(a, id, idx)?;
+            (self.size, self.unreserved) = pool::size_of(a, id)?;
         }
         Ok(())
     }
@@ -226,10 +225,7 @@ pub(crate) fn rss_bytes(a: &Session, s: &ShmSlot) -> u64 {
 fn shown_size(a: &Session, s: &ShmSlot, id: i32) -> u64 {
     let size = s.size.load(Relaxed);
     match pool::recorded(s) {
-        Ok(Some(_)) => {
-            let idx = (id as u32) & (a.layout().ipc_mni - 1);
-            return pool::size_of(a, id, idx).map_or(size, |(t, _)| size.min(t));
-        }
+        Ok(Some(_)) => return pool::size_of(a, id).map_or(size, |(t, _)| size.min(t)),
         Ok(None) => {}
         Err(_) => return size,
     }
@@ -357,8 +353,12 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
     }
     // A normal segment lives in the pool when it fits and the pool can be
     // had (`pool.rs`): its range is given once its id is known.
-    let pooled = shmflg & abi::SHM_HUGETLB == 0 && pool::available(a, size);
-    let (huge, (path, file)) = if pooled {
+    let pooled = if shmflg & abi::SHM_HUGETLB == 0 {
+        pool::available(a, size)
+    } else {
+        None
+    };
+    let (huge, (path, file)) = if pooled.is_some() {
         (None, (None, None))
     } else if shmflg & abi::SHM_HUGETLB != 0 {
         // SHM_HUGETLB: the kernel's checks (size encoding EINVAL,
@@ -400,9 +400,8 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
         FileId::store(file, serial, s);
         s.creator_start.store(cred.start_time, Relaxed);
         stored.set(true);
-        if pooled {
-            let idx = (id as u32) & (a.layout().ipc_mni - 1);
-            pool::carve(a, s, id, idx, size, reserve)?;
+        if let Some(h) = pooled {
+            pool::carve(a, h, s, id, (size, reserve))?;
         }
         Ok(())
     });

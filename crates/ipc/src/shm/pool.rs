@@ -162,16 +162,24 @@ fn handle(a: &Session, write: bool, check: bool) -> Result<Handle, Errno> {
     Ok(h)
 }
 
-/// Whether shmget may put a segment of `size` bytes in the pool, and the
-/// pool can be had for writing.
-pub(crate) fn available(a: &Session, size: u64) -> bool {
+/// The pool's descriptor, checked and open for writing, if shmget may put
+/// a segment of `size` bytes in it (for [`carve`]).
+pub(crate) fn available(a: &Session, size: u64) -> Option<Handle> {
     size.checked_next_multiple_of(4096)
         .is_some_and(|s| s <= MAX_POOLED)
-        && handle(a, true, true).is_ok()
+        .then(|| handle(a, true, true).ok())
+        .flatten()
 }
 
-/// Gives segment `id` (at index `idx`, `size` bytes) its range: the
-/// record first (so that a creator dying here leaves a record whose
+/// The size table entry's offset for segment `id` (its index's entry).
+fn entry_of(a: &Session, id: i32) -> Option<u64> {
+    u64::from(a.layout().idx_of(id))
+        .checked_mul(ENTRY)
+        .filter(|&o| o + ENTRY <= TABLE)
+}
+
+/// Gives segment `id` (`size` bytes) its range in the pool open on `h`
+/// ([`available`]): the record first (so that a creator dying here leaves a record whose
 /// release punches the range), then its size table entry, which says
 /// whether its pages are still to be allocated ([`reserve`], at the first
 /// shmat) unless `!reserve`. ENOMEM when the file system has no room for
@@ -179,19 +187,18 @@ pub(crate) fn available(a: &Session, size: u64) -> bool {
 /// lock held, before the segment is live.
 pub(crate) fn carve(
     a: &Session,
+    h: Handle,
     s: &ShmSlot,
     id: i32,
-    idx: u32,
-    size: u64,
-    reserve: bool,
+    (size, reserve): (u64, bool),
 ) -> Result<(), Errno> {
     let range = range_of(id).ok_or(Errno::ENOMEM)?;
+    let at = entry_of(a, id).ok_or(Errno::ENOMEM)?;
     let len = size.checked_next_multiple_of(4096).ok_or(Errno::ENOMEM)?;
     if len > MAX_POOLED {
         return Err(Errno::ENOMEM);
     }
     store(Some(range), s);
-    let h = handle(a, true, true).map_err(|_| Errno::ENOMEM)?;
     Fd::with_raw(h.fd, |f| {
         if reserve && f.free_bytes().is_ok_and(|free| free < len) {
             return Err(Errno::ENOMEM);
@@ -201,12 +208,11 @@ pub(crate) fn carve(
         e[8..12].copy_from_slice(&id.to_ne_bytes());
         e[16..24].copy_from_slice(&size.to_ne_bytes());
         e[24..32].copy_from_slice(&u64::from(reserve).to_ne_bytes());
-        f.pwrite_full(&e, u64::from(idx) * ENTRY)
-            .map_err(|_| Errno::ENOMEM)
+        f.pwrite_full(&e, at).map_err(|_| Errno::ENOMEM)
     })
 }
 
-/// Allocates the pages of segment `idx`'s range (`len` bytes at `range`)
+/// Allocates the pages of segment `id`'s range (`len` bytes at `range`)
 /// that its entry says are still to be (see [`carve`]), and says they no
 /// longer are: a segment's pages are all there before anybody maps them,
 /// so no touch can fault on a full file system; ENOMEM (shmat's "could
@@ -216,8 +222,8 @@ pub(crate) fn carve(
 /// that may not write the pool (a participant that may only read) maps
 /// without. Object lock held (the entry is this segment's until its
 /// destruction, which takes the lock).
-pub(crate) fn reserve(a: &Session, idx: u32, range: u64, len: u64) -> Result<(), Errno> {
-    let Ok(h) = handle(a, true, true) else {
+pub(crate) fn reserve(a: &Session, id: i32, range: u64, len: u64) -> Result<(), Errno> {
+    let (Ok(h), Some(at)) = (handle(a, true, true), entry_of(a, id)) else {
         return Ok(());
     };
     Fd::with_raw(h.fd, |f| {
@@ -226,20 +232,17 @@ pub(crate) fn reserve(a: &Session, idx: u32, range: u64, len: u64) -> Result<(),
             Err(_) => return Err(Errno::ENOMEM),
         }
         // Done: the entry's last word back to 0.
-        let _ = f.pwrite_full(&0u64.to_ne_bytes(), u64::from(idx) * ENTRY + 24);
+        let _ = f.pwrite_full(&0u64.to_ne_bytes(), at + 24);
         Ok(())
     })
 }
 
-/// The size of segment `id` at index `idx` as its table entry says, and
+/// The size of segment `id` as its table entry says, and
 /// whether its pages are still to be allocated ([`reserve`]); EIDRM when
 /// the entry is not this segment's (or the pool cannot be read: a caller
 /// that may not read it gets EACCES).
-pub(crate) fn size_of(a: &Session, id: i32, idx: u32) -> Result<(u64, bool), Errno> {
-    let off = u64::from(idx)
-        .checked_mul(ENTRY)
-        .filter(|&o| o + ENTRY <= TABLE)
-        .ok_or(Errno::EIDRM)?;
+pub(crate) fn size_of(a: &Session, id: i32) -> Result<(u64, bool), Errno> {
+    let off = entry_of(a, id).ok_or(Errno::EIDRM)?;
     let read = |h: Handle| -> Result<Option<(u64, bool)>, Errno> {
         let mut e = [0u8; ENTRY as usize];
         let n = Fd::with_raw(h.fd, |f| f.pread_full(&mut e, off));
@@ -322,21 +325,7 @@ pub(crate) fn resident_bytes(a: &Session, range: u64, size: u64) -> u64 {
         return 0;
     };
     let end = range + size.min(MAX_POOLED).next_multiple_of(4096);
-    Fd::with_raw(h.fd, |f| {
-        let mut total = 0u64;
-        let mut at = range;
-        while at < end {
-            let Some(data) = f.seek(at, libc::SEEK_DATA).filter(|&d| d < end) else {
-                break;
-            };
-            let Some(hole) = f.seek(data, libc::SEEK_HOLE).filter(|&h| h > data) else {
-                break;
-            };
-            total = total.saturating_add(hole.min(end) - data);
-            at = hole;
-        }
-        total
-    })
+    Fd::with_raw(h.fd, |f| super::file::data_bytes(f, range, end))
 }
 
 #[cfg(test)]
