@@ -65,7 +65,13 @@ pub trait Kind {
 /// Always inlined, as `Lock::lock_with`.
 #[inline(always)]
 pub fn lock_object<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
-    let mut g = s.head().lock.lock()?;
+    // A match, not `?`: the guard moved through `Try::branch`'s own
+    // layout was stored in pieces and loaded whole (a store-forwarding
+    // stall on every operation, by perf annotate).
+    let mut g = match s.head().lock.lock() {
+        Ok(g) => g,
+        Err(e) => return Err(e),
+    };
     if g.recovered() {
         K::repair_object(a, s)?;
         g.repaired();

@@ -521,12 +521,11 @@ mod guard {
                 (Some(d), c) => Some(d.min(c)),
             };
             match self.acquire_until(&Known(inside.who), deadline) {
-                Ok(recovered) => Ok({
+                Ok(_) => Ok({
                     crate::fault::step();
                     Guard {
                         lock: self,
                         inside,
-                        recovered,
                         _not_send: PhantomData,
                     }
                 }),
@@ -544,21 +543,23 @@ mod guard {
     pub struct Guard<'a> {
         lock: &'a Lock,
         inside: Inside,
-        recovered: bool,
         _not_send: PhantomData<*const ()>,
     }
 
     impl Guard<'_> {
         /// The protected state needs a repair (its last holder died, or the
         /// last repair did not complete).
+        /// Read from the lock itself (its `dirty` word, which only a
+        /// holder writes), not kept in the guard: a guard of two words
+        /// and a pointer is copied whole, without the narrow store of a
+        /// flag read back by a wide load (a store-forwarding stall).
         pub fn recovered(&self) -> bool {
-            self.recovered
+            self.lock.needs_repair()
         }
 
         /// Call after the repair succeeded: later holders are not told again.
         pub fn repaired(&mut self) {
             self.lock.mark_repaired();
-            self.recovered = false;
         }
     }
 

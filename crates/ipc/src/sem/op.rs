@@ -563,7 +563,11 @@ fn semtimedop_try(
 ) -> SysResult<i32> {
     let s = f.slot;
     let (waiter, first) = {
-        let _g = lock_object::<SemKind>(a, s)?;
+        // A match, not `?` (see `lock_object`).
+        let _g = match lock_object::<SemKind>(a, s) {
+            Ok(g) => g,
+            Err(e) => return Err(e),
+        };
         // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
         still_valid(f)?;
         let sems = sems(a, s)?;
