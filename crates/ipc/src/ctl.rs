@@ -48,7 +48,7 @@ pub fn stat_lookup<'a, K: Kind>(
     if !any {
         perm::ipcperms(cred, s.head(), S_IRUGO)?;
     }
-    let g = lock_object::<K>(a, s)?;
+    let g = locked!(lock_object::<K>(a, s));
     still_valid(&f)?;
     // The id as of the lock (the slot's sequence number cannot change while
     // the generation holds).
@@ -68,7 +68,7 @@ pub fn down<K: Kind, T>(
     let reg = Reg::lock::<K>(a)?;
     let found = obtain::<K>(a, id)?;
     perm::owner_or_admin(cred, found.slot.head())?;
-    let _g = lock_object::<K>(a, found.slot)?;
+    let _g = locked!(lock_object::<K>(a, found.slot));
     // Under the registry lock nothing can remove it; the check costs nothing.
     still_valid(&found)?;
     f(&reg, found.idx, found.slot)

@@ -65,13 +65,7 @@ pub trait Kind {
 /// Always inlined, as `Lock::lock_with`.
 #[inline(always)]
 pub fn lock_object<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
-    // A match, not `?`: the guard moved through `Try::branch`'s own
-    // layout was stored in pieces and loaded whole (a store-forwarding
-    // stall on every operation, by perf annotate).
-    let mut g = match s.head().lock.lock() {
-        Ok(g) => g,
-        Err(e) => return Err(e),
-    };
+    let mut g = locked!(s.head().lock.lock());
     if g.recovered() {
         K::repair_object(a, s)?;
         g.repaired();

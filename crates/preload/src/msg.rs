@@ -27,15 +27,17 @@ pub fn msgget(key: i32, msgflg: i32) -> SysResult<i64> {
 /// || msqid < 0) return -EINVAL; if (mtype < 1) return -EINVAL;", then
 /// `load_msg(mtext, msgsz)` (EFAULT), then the queue, whose checks the
 /// core makes in that order. When the whole `msgbuf` can be read in place
-/// (on the stack or in the program's image) no copy can fail, so the
-/// core's checks alone give the kernel's answer.
+/// (on the stack or in the program's image), or a short one (up to 64
+/// bytes of text) was copied whole by the copy that may fault (the heap,
+/// a library's data), no copy can fail, so the core's checks alone give
+/// the kernel's answer.
 #[inline(always)]
 pub fn msgsnd(msqid: i32, msgp: usize, msgsz: usize, msgflg: i32) -> SysResult<i64> {
     // The program's call starts here (see `sem::semtimedop`).
     let mark = Mark::now();
     let ns = namespace()?;
     if let Some(len) = msgsz.checked_add(MTYPE)
-        && let Some(r) = user::with_direct(msgp, len, |b| {
+        && let Some(r) = user::with_short(msgp, len, |b| {
             let (m, text) = b.split_at(MTYPE.min(b.len()));
             let mtype = i64::from_ne_bytes(m.try_into().map_err(|_| Errno::EFAULT)?);
             with_caller(ns, |c| ns.msgsnd_since(mark, c, msqid, mtype, text, msgflg))

@@ -260,7 +260,7 @@ fn totals(a: &Session, reg: &Reg<'_>) -> SysResult<(u64, u64)> {
     let (mut bytes, mut msgs) = (0u64, 0u64);
     for idx in reg.bm().iter() {
         let s = registry::slot::<MsgKind>(a, idx)?;
-        let _g = lock_object::<MsgKind>(a, s)?;
+        let _g = locked!(lock_object::<MsgKind>(a, s));
         bytes = bytes.saturating_add(s.cbytes.load(Relaxed));
         msgs = msgs.saturating_add(s.qnum.load(Relaxed));
     }

@@ -227,7 +227,7 @@ fn msgrcv_bounded(
     loop {
         // "if (ipcperms(ns, &msq->q_perm, S_IRUGO)) goto out_unlock1;" (-EACCES)
         perm::ipcperms(cred, &s.head, S_IRUGO)?;
-        let g = lock_object::<MsgKind>(a, s)?;
+        let g = locked!(lock_object::<MsgKind>(a, s));
         // "if (!ipc_valid_object(&msq->q_perm)) { msg = ERR_PTR(-EIDRM); ...}"
         still_valid(&f)?;
         let found = match find_msg(a, s, msgtyp, mode) {

@@ -85,7 +85,7 @@ fn msgsnd_bounded(
     let size = text.len() as u64;
     let f = obtain::<MsgKind>(a, msqid)?;
     let s = f.slot;
-    let mut g = lock_object::<MsgKind>(a, s)?;
+    let mut g = locked!(lock_object::<MsgKind>(a, s));
     loop {
         // "if (ipcperms(ns, &msq->q_perm, S_IWUGO)) goto out_unlock0;" (-EACCES)
         perm::ipcperms(cred, &s.head, S_IWUGO)?;

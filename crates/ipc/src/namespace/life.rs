@@ -110,7 +110,7 @@ fn cancel_sleeps_of(a: &Session, tid: i32) -> Result<(), Errno> {
         let Ok(s) = used_slot::<SemKind>(a, idx) else {
             continue;
         };
-        let _g = lock_object::<SemKind>(a, s)?;
+        let _g = locked!(lock_object::<SemKind>(a, s));
         for off in crate::wait::snapshot(a, &s.queue) {
             if crate::wait::at(a, off).is_ok_and(mine) {
                 crate::wait::cancel(a, &s.queue, off)?;
@@ -121,7 +121,7 @@ fn cancel_sleeps_of(a: &Session, tid: i32) -> Result<(), Errno> {
         let Ok(s) = used_slot::<MsgKind>(a, idx) else {
             continue;
         };
-        let _g = lock_object::<MsgKind>(a, s)?;
+        let _g = locked!(lock_object::<MsgKind>(a, s));
         for off in crate::wait::snapshot(a, &s.waiters) {
             if crate::wait::at(a, off).is_ok_and(mine) {
                 crate::wait::cancel(a, &s.waiters, off)?;

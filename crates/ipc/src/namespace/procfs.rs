@@ -106,7 +106,7 @@ impl Namespace {
         let mut out = String::from(header);
         for idx in reg.bm().iter() {
             let s = registry::slot::<K>(a, idx)?;
-            let _g = lock_object::<K>(a, s)?;
+            let _g = locked!(lock_object::<K>(a, s));
             let h = s.head();
             if h.state.load(Acquire) != LIVE {
                 continue;

@@ -23,7 +23,7 @@ pub fn apply_at_exit(a: &Session, off: u64, pid: i32) -> Result<(), Errno> {
         return Ok(());
     };
     let s = f.slot;
-    let _g = lock_object::<SemKind>(a, s)?;
+    let _g = locked!(lock_object::<SemKind>(a, s));
     if crate::registry::still_valid(&f).is_err()
         || f.generation != h.generation.load(Relaxed)
         || h.applied.load(Relaxed) != 0

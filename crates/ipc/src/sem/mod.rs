@@ -552,7 +552,7 @@ fn sem_main(
                 return Err(Errno::EFAULT);
             };
             let vals: Vec<u16> = {
-                let _g = lock_object::<SemKind>(a, s)?;
+                let _g = locked!(lock_object::<SemKind>(a, s));
                 still_valid(&f)?;
                 let sems = sems_as_shown(a, &f)?;
                 let mut v = Vec::new();
@@ -588,7 +588,7 @@ fn sem_main(
     if semnum < 0 || semnum >= nsems {
         return Err(Errno::EINVAL);
     }
-    let _g = lock_object::<SemKind>(a, s)?;
+    let _g = locked!(lock_object::<SemKind>(a, s));
     still_valid(&f)?;
     let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
     Ok(match cmd {
@@ -604,7 +604,7 @@ fn sem_main(
 /// SETALL under the object lock, through the roll-forward journal.
 fn sem_setall(a: &Session, cred: &Cred, f: &Found<'_, SemSlot>, vals: &[u16]) -> SysResult<i32> {
     let s = f.slot;
-    let _g = lock_object::<SemKind>(a, s)?;
+    let _g = locked!(lock_object::<SemKind>(a, s));
     still_valid(f)?;
     let n = vals.len();
     if sems(a, s)?.len() != n {
@@ -639,7 +639,7 @@ fn sem_setval(a: &Session, cred: &Cred, semid: i32, semnum: i32, val: i32) -> Sy
         return Err(Errno::EINVAL);
     }
     perm::ipcperms(cred, &s.head, S_IWUGO)?;
-    let _g = lock_object::<SemKind>(a, s)?;
+    let _g = locked!(lock_object::<SemKind>(a, s));
     still_valid(&f)?;
     let sem = sems(a, s)?.get(semnum as usize).ok_or(Errno::EUCLEAN)?;
     if s.undos.load(Relaxed) == 0 {

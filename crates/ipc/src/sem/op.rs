@@ -343,11 +343,11 @@ fn ops_of(a: &Session, off: u64) -> Option<Vec<sembuf>> {
 /// when `touched` is `None`: SETVAL, SETALL, exit), single operations
 /// first, then, if any of those semaphores got to 0, the complex ones.
 /// Object lock held.
-fn wake_zero(a: &Session, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) -> SysResult<()> {
+fn wake_zero(a: &Session, s: &SemSlot, sems: &[Sem], touched: Option<&[sembuf]>) -> SysResult<()> {
     let zeros: Vec<u16> = match touched {
         Some(t) => t
             .iter()
-            .copied()
+            .map(|o| o.sem_num)
             .filter(|&n| sems.get(usize::from(n)).is_some_and(|x| x.val() == 0))
             .collect(),
         None => (0..sems.len() as u16)
@@ -388,7 +388,11 @@ fn wake_zero(a: &Session, s: &SemSlot, sems: &[Sem], touched: Option<&[u16]>) ->
 /// after each completion that changed values (which may wake more
 /// zero-waiters). Sleepers found dead are dropped without their operation.
 /// Object lock held.
-pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[u16]>) -> SysResult<()> {
+pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>) -> SysResult<()> {
+    // No sleeper: nothing to complete (the common case, without a walk).
+    if s.queue.load(Relaxed) == 0 {
+        return Ok(());
+    }
     let sems = sems(a, s)?;
     wake_zero(a, s, sems, touched)?;
     // Each pass either completes or drops a sleeper, or ends.
@@ -402,8 +406,7 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[u16]>) ->
                 Retry::Stays => {}
                 Retry::Left { altered, sops } => {
                     if altered {
-                        let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
-                        wake_zero(a, s, sems, Some(&nums))?;
+                        wake_zero(a, s, sems, Some(&sops))?;
                     }
                     continue 'scan;
                 }
@@ -450,7 +453,7 @@ fn undo_first(a: &Session, f: &Found<'_, SemSlot>, semid: i32, undos: bool, e: E
         return e;
     }
     let made = (|| {
-        let _g = lock_object::<SemKind>(a, f.slot)?;
+        let _g = locked!(lock_object::<SemKind>(a, f.slot));
         // find_alloc_undo: "if (!ipc_valid_object(&sma->sem_perm)) ...
         // un = ERR_PTR(-EIDRM);"
         still_valid(f)?;
@@ -563,11 +566,7 @@ fn semtimedop_try(
 ) -> SysResult<i32> {
     let s = f.slot;
     let (waiter, first) = {
-        // A match, not `?` (see `lock_object`).
-        let _g = match lock_object::<SemKind>(a, s) {
-            Ok(g) => g,
-            Err(e) => return Err(e),
-        };
+        let _g = locked!(lock_object::<SemKind>(a, s));
         // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
         still_valid(f)?;
         let sems = sems(a, s)?;
@@ -592,12 +591,11 @@ fn semtimedop_try(
                 commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
                 s.otime.store(now(), Relaxed);
                 if alter {
-                    let nums: Vec<u16> = sops.iter().map(|o| o.sem_num).collect();
                     // Our operation is done: a failure to complete
                     // the sleepers (no memory for a journal, a corrupt
                     // record) is not ours to report, and they are
                     // tried again at the next change.
-                    let _ = update_queue(a, s, Some(&nums));
+                    let _ = update_queue(a, s, Some(sops));
                 }
                 return Ok(0);
             }

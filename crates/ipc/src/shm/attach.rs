@@ -228,7 +228,7 @@ fn uncount(a: &Session, off: u64, pid: i32) -> SysResult<()> {
     }
     let s = f.slot;
     let destroy = {
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         if still_valid(&f).is_err() {
             e.state.store(DETACHED, Relaxed);
             return Ok(());
@@ -247,7 +247,7 @@ fn uncount(a: &Session, off: u64, pid: i32) -> SysResult<()> {
     if destroy {
         // shm_may_destroy: under the registry lock, then the segment's.
         let reg = Reg::lock::<ShmKind>(a)?;
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         if still_valid(&f).is_ok()
             && s.nattch.load(Relaxed) == 0
             && s.head.mode.load(Relaxed) & abi::SHM_DEST != 0
@@ -355,7 +355,7 @@ pub(crate) fn count_copies(a: &Session, entries: Vec<Copied>, to: u32, lpid: i32
         }
         let off = record_entry(a, to, addr, lens, idx, generation, PENDING)?;
         let s = f.slot;
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         if still_valid(&f).is_err() {
             continue;
         }
@@ -410,7 +410,7 @@ pub(crate) fn shmat(
     let size = b.size;
     if let (Some(range), true) = (b.pool, b.unreserved) {
         // The first attach allocates the segment's pages (`pool.rs`).
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         still_valid(&f)?;
         let len = b.map_len().ok_or(Errno::EIDRM)?;
         super::pool::reserve(a, shmid, range, len)?;
@@ -433,7 +433,7 @@ pub(crate) fn shmat(
         }
     };
     let counted = (|| {
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         // "if (!ipc_valid_object(&shp->shm_perm)) { err = -EIDRM; ...}"
         still_valid(&f)?;
         journaled(a, s, off, JOURNAL_COUNT);

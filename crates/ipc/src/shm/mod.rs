@@ -520,7 +520,7 @@ pub(crate) fn shmctl(
                     return Err(Errno::EPERM);
                 }
             }
-            let _g = lock_object::<ShmKind>(a, s)?;
+            let _g = locked!(lock_object::<ShmKind>(a, s));
             still_valid(&f)?;
             // shmctl_do_lock: "if (is_file_hugepages(shm_file)) goto
             // out_unlock0;" with err 0: a huge page segment is neither
@@ -556,7 +556,7 @@ pub(crate) fn reap_orphans(a: &Session, reg: &Reg<'_>) -> SysResult<()> {
     let live: Vec<u32> = reg.bm().iter().collect();
     for idx in live {
         let s = registry::slot::<ShmKind>(a, idx)?;
-        let _g = lock_object::<ShmKind>(a, s)?;
+        let _g = locked!(lock_object::<ShmKind>(a, s));
         if s.head.state.load(core::sync::atomic::Ordering::Acquire) == crate::object::LIVE
             && s.nattch.load(Relaxed) == 0
             && !crate::creds::alive(s.cpid.load(Relaxed), s.creator_start.load(Relaxed))

@@ -236,6 +236,25 @@ pub fn with_direct<R>(addr: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Op
 /// Copies of up to this many bytes are made on our stack.
 const SMALL: usize = 64;
 
+/// Runs `f` on the caller's bytes `[addr, addr + len)`, up to
+/// `MTYPE + SMALL` of them (a short message with its `mtype`), in place
+/// if the direct path allows, else on a copy on our stack by the copy that
+/// may fault. `None` if neither can be had, or the copy faulted: nothing
+/// was run, and the caller goes the long way (for the kernel's order of
+/// errors).
+#[inline(always)]
+pub fn with_short<R>(addr: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    if direct(addr, len, false) {
+        // SAFETY: as in `with_direct`.
+        return Some(f(unsafe {
+            core::slice::from_raw_parts(addr as *const u8, len)
+        }));
+    }
+    let mut b = [0u8; MTYPE + SMALL];
+    let b = b.get_mut(..len)?;
+    matches!(fault::read(addr, b), Some(Ok(()))).then(|| f(b))
+}
+
 /// Runs `f` on the caller's bytes `[addr, addr + len)`: in place when the
 /// direct path allows, else on a copy made by the kernel (EFAULT before
 /// `f` runs if it cannot be read; ENOMEM if no copy can be made).

@@ -85,6 +85,19 @@ int main(void)
 	/* Only the message's bytes are written: a buffer longer than the
 	 * mapping is fine for a short message. */
 	T(msgrcv(q, edge - 8, 4000, 0, IPC_NOWAIT));
+	/* A message that runs into the hole, its buffer unaligned: mtype and
+	 * the text bytes before the hole are written, then EFAULT (the
+	 * message lost); sent from the heap. */
+	struct big { long mtype; char mtext[20]; } *big = malloc(sizeof *big);
+	big->mtype = 5;
+	memcpy(big->mtext, "abcdefghijklmnopqrst", 20);
+	T(msgsnd(q, big, 20, 0));
+	memset(edge, '.', 16);
+	T(msgrcv(q, edge + 3, 20, 0, IPC_NOWAIT));
+	long got_type;
+	memcpy(&got_type, edge + 3, sizeof got_type);
+	SAY("mtype %ld, text before the hole %.5s", got_type, edge + 11);
+	free(big);
 	T(msgrcv(q, NULL, 8, 0, IPC_NOWAIT));
 	T(msgrcv(q, gone, 8, 0, IPC_NOWAIT | MSG_COPY));
 	T(msgctl(q, IPC_STAT, gone));
