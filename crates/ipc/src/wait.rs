@@ -257,6 +257,29 @@ pub fn among_first(a: &Session, head: &AtomicU64, off: u64, n: usize) -> bool {
     false
 }
 
+/// Nudges the sleepers among the first `n` records of the queue (a walk of
+/// at most `n`): those a waker completes next spin instead of sleeping
+/// ([`park::nudge`]). Object lock held.
+pub fn nudge_first(a: &Session, head: &AtomicU64, n: usize) {
+    let mut p = head.load(Relaxed);
+    for _ in 0..n {
+        let Ok(w) = at(a, p) else {
+            return;
+        };
+        park::nudge(
+            &w.state,
+            &RealPark {
+                w,
+                tick: &mut || {},
+                mark: None,
+                prev: 0,
+                spin: 0,
+            },
+        );
+        p = w.next.load(Relaxed);
+    }
+}
+
 /// Appends `off` at the end of the queue (FIFO).
 pub fn append(a: &Session, head: &AtomicU64, off: u64) -> Result<(), Errno> {
     at(a, off)?.next.store(0, Relaxed);
@@ -488,6 +511,9 @@ impl park::Park for RealPark<'_, '_> {
     }
     fn spin_ns(&self) -> u64 {
         self.spin
+    }
+    fn nudged_spin_ns(&self) -> u64 {
+        SPIN_NS
     }
     fn tick_ns(&self) -> u64 {
         TICK_NS

@@ -51,7 +51,7 @@
 //!
 //! # Layout
 //! 24 bytes, all zero = free and clean: `word` @0 (the futex is its low
-//! half), `dirty` @8. No initialisation step: a zeroed slot holds a valid
+//! half), `dirty` @8, `sleepers` @12. No initialisation step: a zeroed slot holds a valid
 //! lock.
 
 #[cfg(not(loom))]
@@ -114,6 +114,13 @@ pub trait Os {
     fn spins(&self) -> u32 {
         SPINS
     }
+    /// Gives the cpu away (after the spins, before the first sleep): a
+    /// holder preempted on this cpu runs, one running elsewhere is waited
+    /// for without a sleep and its wake-up (on a virtual machine an idle
+    /// cpu is woken by the host, tens of µs). None by default.
+    fn give_way(&self) -> bool {
+        false
+    }
     /// A clock in nanoseconds (monotonic): how long a waiter has slept,
     /// whatever ended its sleeps.
     fn now_ns(&self) -> u64;
@@ -156,7 +163,13 @@ pub struct Lock {
     word: AtomicU64,
     /// 1 while the protected state needs a repair.
     dirty: AtomicU32,
-    _pad: AtomicU32,
+    /// Waiters inside a sleep, or about to sleep (raised before a waiter
+    /// sets [`WAITERS`], lowered after its sleep): whether a waiter that
+    /// takes the lock sets [`WAITERS`] for the others. A hint only: one
+    /// too many costs a spare wake-up; one too few a sleep of up to a
+    /// slice (every sleep is bounded, and a sleeper sets [`WAITERS`]
+    /// itself before each).
+    sleepers: AtomicU32,
     _spare: AtomicU64,
 }
 
@@ -168,12 +181,17 @@ crate::shared::shared_types!(Lock);
 const _: () = {
     assert!(core::mem::size_of::<Lock>() == 24);
     assert!(core::mem::offset_of!(Lock, dirty) == 8);
+    assert!(core::mem::offset_of!(Lock, sleepers) == 12);
     // The futex is the word's low half: little-endian machines only.
     assert!(cfg!(target_endian = "little"));
 };
 
 /// Spins before the first sleep (a holder usually leaves within a few µs).
 const SPINS: u32 = 64;
+
+/// Times a waiter gives the cpu away after its spins, before it sleeps
+/// ([`Os::give_way`]).
+const GIVE_WAY: u32 = 8;
 
 /// A lock deadline that means "[`NOWAIT_LOCK_NS`] after the wait starts".
 pub const NOWAIT_MARK: u64 = 1;
@@ -221,7 +239,7 @@ impl Lock {
         Lock {
             word: AtomicU64::new(0),
             dirty: AtomicU32::new(0),
-            _pad: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
             _spare: AtomicU64::new(0),
         }
     }
@@ -273,6 +291,7 @@ impl Lock {
             }
         });
         let mut spins = 0;
+        let mut ways = 0;
         let mut checked = false;
         // When the holder was last checked: a waiter whose sleeps keep
         // ending early (signals) still checks once a slice has passed.
@@ -283,10 +302,19 @@ impl Lock {
             os.step()?;
             let v = self.word.load(Ordering::Relaxed);
             if v & TID_MASK == 0 {
-                // Free. Keep WAITERS set: others may sleep (we did).
+                // Free. WAITERS set if others sleep (the release that
+                // freed it woke one of them at most, and they set it on
+                // the word they slept on, not on ours); not merely
+                // because we spun: every release with WAITERS set makes a
+                // system call.
+                let others = if self.sleepers.load(Ordering::SeqCst) != 0 {
+                    WAITERS
+                } else {
+                    0
+                };
                 if self
                     .word
-                    .compare_exchange(v, me | WAITERS, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(v, me | others, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
                 {
                     os.step()?;
@@ -311,6 +339,10 @@ impl Lock {
                 core::hint::spin_loop();
                 continue;
             }
+            if ways < GIVE_WAY && os.give_way() {
+                ways += 1;
+                continue;
+            }
             if deadline.is_some_and(|d| os.now_ns() >= d) {
                 return Err(Errno(libc::ETIMEDOUT));
             }
@@ -326,15 +358,20 @@ impl Lock {
                 }
                 continue;
             }
+            // Counted before WAITERS is set: a waiter that takes the lock
+            // after our sleep starts sees us (SeqCst, as its load).
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
             if v & WAITERS == 0
                 && self
                     .word
-                    .compare_exchange(v, v | WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(v, v | WAITERS, Ordering::SeqCst, Ordering::Relaxed)
                     .is_err()
             {
+                self.not_sleeping();
                 continue;
             }
             let timed_out = os.wait_until(&self.word, (v | WAITERS) as u32, deadline);
+            self.not_sleeping();
             os.step()?;
             let v2 = self.word.load(Ordering::Relaxed);
             if v2 & WHO != v & WHO {
@@ -355,6 +392,14 @@ impl Lock {
                 return Ok(r);
             }
         }
+    }
+
+    /// A waiter's sleep is over (the count never goes below 0, whatever
+    /// a participant wrote).
+    fn not_sleeping(&self) {
+        let _ = self
+            .sleepers
+            .fetch_update(Ordering::SeqCst, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     /// Takes the lock from a dead holder: only if the word is still `seen`.
@@ -452,6 +497,9 @@ mod guard {
         }
         fn slice_ns(&self) -> u64 {
             RealOs.slice_ns()
+        }
+        fn give_way(&self) -> bool {
+            RealOs.give_way()
         }
         fn took_over(&self) {
             RealOs.took_over()

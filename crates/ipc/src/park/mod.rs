@@ -84,6 +84,10 @@ pub trait Park {
     fn wake(&self, word: &AtomicU32);
     /// How long to spin before the first futex wait.
     fn spin_ns(&self) -> u64;
+    /// How long to spin again after a [`nudge`].
+    fn nudged_spin_ns(&self) -> u64 {
+        0
+    }
     /// The longest futex wait before `tick` runs.
     fn tick_ns(&self) -> u64;
     /// Called while spinning now and then (the sleeper's heartbeat).
@@ -118,6 +122,21 @@ pub fn complete(state: &AtomicU32, status_word: &AtomicI32, status: i32, p: &imp
     }
 }
 
+/// Wakes a sleeper whose turn comes soon, without completing its record:
+/// SLEEPING back to QUEUED (as a signal handler's reset, `intr.rs`), then
+/// FUTEX_WAKE. The sleeper, finding its record QUEUED after a wake-up and
+/// no handler noted, spins again ([`Park::nudged_spin_ns`]), so that the
+/// waker that completes it next need not wake it from the kernel (on a
+/// virtual machine, tens of µs when its cpu idles). Object lock held.
+pub fn nudge(state: &AtomicU32, p: &impl Park) {
+    if state
+        .compare_exchange(SLEEPING, QUEUED, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        p.wake(state);
+    }
+}
+
 /// Waits until the record is DONE, `deadline` (monotonic ns) passes, or a
 /// signal handler runs. No lock held; the record is the caller's.
 pub fn sleep(
@@ -141,10 +160,11 @@ fn sleep_watching(
     p: &mut impl Park,
     watching: &mut bool,
 ) -> Slept {
-    let start = p.now();
+    let mut start = p.now();
     p.beat();
     let mut spins = 0u32;
-    let mut spinning = p.spin_ns() > 0;
+    let mut window = p.spin_ns();
+    let mut spinning = window > 0;
     loop {
         // Acquire: pairs with the Release in `complete`.
         let s = state.load(Ordering::Acquire);
@@ -175,7 +195,7 @@ fn sleep_watching(
         {
             return Slept::TimedOut;
         }
-        spinning = now.saturating_sub(start) < p.spin_ns();
+        spinning = now.saturating_sub(start) < window;
         if spinning {
             // A beat every 64 turns (a waker watching it learns that this
             // sleeper runs within a microsecond or so); a yield every 128
@@ -221,7 +241,16 @@ fn sleep_watching(
                 p.beat();
                 p.tick();
             }
-            Wake::Woken => {}
+            // QUEUED again without a handler noted (seen at the loop's
+            // top, first): a waker's nudge, the turn is near.
+            Wake::Woken => {
+                if state.load(Ordering::Relaxed) == QUEUED && p.nudged_spin_ns() > 0 {
+                    start = p.now();
+                    window = p.nudged_spin_ns();
+                    spinning = true;
+                    p.beat();
+                }
+            }
         }
     }
 }

@@ -17,6 +17,8 @@
 //! fall in the middle of them, which is harsher. SeqCst fences on both
 //! sides stand for the single thread's order (loom takes SeqCst accesses
 //! for AcqRel, but models SeqCst fences).
+//! Or it may nudge the sleeper, as a waker that completed another record
+//! does (`park::nudge`: SLEEPING back to QUEUED, a wake-up).
 //! Asserted in every interleaving: the decrement happened exactly when the
 //! sleeper returns success, never twice and never lost (the post is
 //! either consumed by the sleeper or left in the value); the record is off
@@ -24,7 +26,7 @@
 //! deadline or a signal the sleeper can only be ended by the waker: loom
 //! fails the model if it would block forever).
 
-use super::{Park, Slept, Wake, complete, finished, sleep};
+use super::{Park, Slept, Wake, complete, finished, nudge, sleep};
 use crate::sync::{AtomicI32, AtomicU32, Ordering};
 use loom::sync::atomic::{AtomicBool, fence};
 use loom::sync::{Arc, Condvar, Mutex};
@@ -124,6 +126,8 @@ enum Third {
     Deadline,
     Signal,
     Note,
+    /// Another waker's nudge (`park::nudge`), under the object lock.
+    Nudge,
 }
 
 /// The scene's start: the record queued, the semaphore at 0.
@@ -197,6 +201,15 @@ fn scene(third: Third) {
         });
         let third_thread = match third {
             Third::Nobody => None,
+            Third::Nudge => {
+                let wt = w.clone();
+                Some(loom::thread::spawn(move || {
+                    let linked = wt.queue.lock().unwrap();
+                    if *linked {
+                        nudge(&wt.state, &ModelPark(&wt, 0));
+                    }
+                }))
+            }
             Third::Deadline | Third::Signal | Third::Note => {
                 let wt = w.clone();
                 Some(loom::thread::spawn(move || {
@@ -226,7 +239,7 @@ fn scene(third: Third) {
             }
             None => {
                 assert!(
-                    !matches!(third, Third::Nobody),
+                    !matches!(third, Third::Nobody | Third::Nudge),
                     "gave up with nothing to end it"
                 );
                 assert_eq!((applied, value), (0, 1), "gave up, yet the post was taken");
@@ -254,6 +267,14 @@ fn signal_races_the_waker() {
 #[test]
 fn noted_handler_races_the_waker() {
     scene(Third::Note);
+}
+
+/// A nudge (SLEEPING back to QUEUED, a wake-up) at any point of the
+/// sleeper's wait loses no completion: the sleeper sleeps again and the
+/// waker still ends it.
+#[test]
+fn nudge_races_the_waker() {
+    scene(Third::Nudge);
 }
 
 /// A handler noted after the call began, with no waker: whatever the

@@ -395,6 +395,7 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
     }
     let sems = sems(a, s)?;
     wake_zero(a, s, sems, touched)?;
+    let mut moved = false;
     // Each pass either completes or drops a sleeper, or ends.
     'scan: for _ in 0..=wait::snapshot(a, &s.queue).len() {
         for off in wait::snapshot(a, &s.queue) {
@@ -405,6 +406,7 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
             match retry(a, s, sems, off)? {
                 Retry::Stays => {}
                 Retry::Left { altered, sops } => {
+                    moved = true;
                     if altered {
                         wake_zero(a, s, sems, Some(&sops))?;
                     }
@@ -413,6 +415,16 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
             }
         }
         break;
+    }
+    // The queue moved: the sleeper now first, whose turn comes next,
+    // spins for it (woken now, not at its turn: a sleeper's wake-up, tens
+    // of µs on a virtual machine whose other cpu idles, is then taken
+    // off the handover). Only the first: more spinners took the cpus
+    // from the processes they wait for (8 processes on one semaphore of
+    // 2 cpus: 40,000 pairs/s nudging 3, 65,000-74,000 nudging 1, 51,000-
+    // 59,000 none).
+    if moved {
+        wait::nudge_first(a, &s.queue, 1);
     }
     Ok(())
 }
