@@ -46,6 +46,9 @@ const JOURNAL_REMOVE: u32 = 2;
 pub trait Kind {
     type Slot: Slot;
     const MECH: Mech;
+    /// Whether waiters on an object's lock give the cpu away before they
+    /// sleep (`lock::GIVE_WAY`).
+    const GIVE_WAY: bool = false;
     /// The mechanism counters this live object accounts for (`used`, `used2`).
     fn usage(a: &Session, s: &Self::Slot) -> (u64, u64);
     /// Frees what the object owns outside its slot; idempotent (clears each
@@ -65,7 +68,12 @@ pub trait Kind {
 /// Always inlined, as `Lock::lock_with`.
 #[inline(always)]
 pub fn lock_object<'a, K: Kind>(a: &Session, s: &'a K::Slot) -> Result<Guard<'a>, Errno> {
-    let mut g = locked!(s.head().lock.lock());
+    let lock = &s.head().lock;
+    let mut g = locked!(if K::GIVE_WAY {
+        lock.lock_giving_way()
+    } else {
+        lock.lock()
+    });
     if g.recovered() {
         K::repair_object(a, s)?;
         g.repaired();

@@ -257,27 +257,19 @@ pub fn among_first(a: &Session, head: &AtomicU64, off: u64, n: usize) -> bool {
     false
 }
 
-/// Nudges the sleepers among the first `n` records of the queue (a walk of
-/// at most `n`): those a waker completes next spin instead of sleeping
-/// ([`park::nudge`]). Object lock held.
-pub fn nudge_first(a: &Session, head: &AtomicU64, n: usize) {
-    let mut p = head.load(Relaxed);
-    for _ in 0..n {
-        let Ok(w) = at(a, p) else {
-            return;
-        };
-        park::nudge(
-            &w.state,
-            &RealPark {
-                w,
-                tick: &mut || {},
-                mark: None,
-                prev: 0,
-                spin: 0,
-            },
-        );
-        p = w.next.load(Relaxed);
-    }
+/// Nudges the record's sleeper, whose turn comes next: it spins instead
+/// of sleeping ([`park::nudge`]). Object lock held.
+pub fn nudge(w: &Waiter) {
+    park::nudge(
+        &w.state,
+        &RealPark {
+            w,
+            tick: &mut || {},
+            mark: None,
+            prev: 0,
+            spin: 0,
+        },
+    );
 }
 
 /// Appends `off` at the end of the queue (FIFO).

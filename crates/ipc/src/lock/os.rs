@@ -639,11 +639,6 @@ impl Os for RealOs {
     fn slice_ns(&self) -> u64 {
         SLICE_NS as u64
     }
-
-    fn give_way(&self) -> bool {
-        sys::process::sched_yield();
-        true
-    }
 }
 
 /// Who holds a lock, as `ns info` reports it.

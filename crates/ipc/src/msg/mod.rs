@@ -54,6 +54,7 @@ pub(crate) struct MsgKind;
 impl Kind for MsgKind {
     type Slot = MsgSlot;
     const MECH: Mech = Mech::Msg;
+    const GIVE_WAY: bool = true;
 
     fn usage(_a: &Session, _s: &MsgSlot) -> (u64, u64) {
         // The totals are summed when asked (module doc).

@@ -395,7 +395,8 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
     }
     let sems = sems(a, s)?;
     wake_zero(a, s, sems, touched)?;
-    let mut moved = false;
+    // The semaphore (and kind of wait) of the last sleeper completed.
+    let mut handed: Option<u32> = None;
     // Each pass either completes or drops a sleeper, or ends.
     'scan: for _ in 0..=wait::snapshot(a, &s.queue).len() {
         for off in wait::snapshot(a, &s.queue) {
@@ -403,10 +404,11 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
                 Some(ops) if ops.iter().all(|o| o.sem_op == 0) => continue,
                 _ => {}
             }
+            let blocking = wait::at(a, off).map(|w| w.sem().blocking().load(Relaxed));
             match retry(a, s, sems, off)? {
                 Retry::Stays => {}
                 Retry::Left { altered, sops } => {
-                    moved = true;
+                    handed = blocking.ok().or(handed);
                     if altered {
                         wake_zero(a, s, sems, Some(&sops))?;
                     }
@@ -416,15 +418,20 @@ pub(super) fn update_queue(a: &Session, s: &SemSlot, touched: Option<&[sembuf]>)
         }
         break;
     }
-    // The queue moved: the sleeper now first, whose turn comes next,
-    // spins for it (woken now, not at its turn: a sleeper's wake-up, tens
-    // of µs on a virtual machine whose other cpu idles, is then taken
-    // off the handover). Only the first: more spinners took the cpus
-    // from the processes they wait for (8 processes on one semaphore of
-    // 2 cpus: 40,000 pairs/s nudging 3, 65,000-74,000 nudging 1, 51,000-
-    // 59,000 none).
-    if moved {
-        wait::nudge_first(a, &s.queue, 1);
+    // A sleeper was handed what it waited for: the sleeper now first, if
+    // it waits the same way on the same semaphore (a lock's next holder),
+    // spins for its turn (woken now, not at its turn: a sleeper's
+    // wake-up, tens of µs on a virtual machine whose other cpu idles, is
+    // then taken off the handover). Only that one: more spinners took
+    // the cpus from the processes they wait for (8 processes on one
+    // semaphore of 2 cpus: 40,000 pairs/s nudging 3, 65,000-74,000
+    // nudging 1, 51,000-59,000 none), and a sleeper on another semaphore
+    // (stress-ng's switch pairs on one set) may wait long.
+    if let Some(b) = handed
+        && let Ok(w) = wait::at(a, s.queue.load(Relaxed))
+        && w.sem().blocking().load(Relaxed) == b
+    {
+        wait::nudge(w);
     }
     Ok(())
 }
