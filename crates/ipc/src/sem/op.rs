@@ -627,6 +627,21 @@ fn semtimedop_try(
             }
         }
     };
+    sleep_queued(a, s, waiter, first, (deadline, mark))
+}
+
+/// The sleep of a call [`semtimedop_try`] queued (record `waiter`, among
+/// the first its waker completes if `first`), and its end. Apart from the
+/// try, and never inlined: the common path, which never sleeps, keeps
+/// its registers and a small stack frame.
+#[inline(never)]
+fn sleep_queued(
+    a: &Session,
+    s: &SemSlot,
+    waiter: u64,
+    first: bool,
+    (deadline, mark): (Option<u64>, wait::Mark),
+) -> SysResult<i32> {
     let w = wait::at(a, waiter)?;
     // Now and then, clean up after dead processes: a dead SEM_UNDO
     // holder's adjustment may be what this sleeper waits for.
