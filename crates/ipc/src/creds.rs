@@ -228,6 +228,27 @@ pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
     Ok(c)
 }
 
+/// Forks so far in this process's line (a counter the fork child handler
+/// bumps; it registers the handler first). A cache of something a fork
+/// changes (the pid in the credentials) keeps the figure it was made
+/// under and compares it with [`forks_now`].
+pub fn fork_generation() -> u64 {
+    crate::lock::fork_generation()
+}
+
+/// Makes every fork child start with `flag` at 0, cleared by the core's
+/// fork handler (a store only when it is not 0): for the C ABI, whose own
+/// handler's code a child would fault in.
+pub fn clear_in_fork_child(flag: &'static core::sync::atomic::AtomicU32) {
+    crate::lock::clear_in_fork_child(flag);
+}
+
+/// [`fork_generation`] on a hot path, after a first call to it.
+#[inline(always)]
+pub fn forks_now() -> u64 {
+    crate::lock::forks_now()
+}
+
 /// Forgets the cached credentials (after setuid, setgid, setgroups, capset).
 pub fn refresh() {
     fork::bump();
@@ -236,27 +257,18 @@ pub fn refresh() {
 mod fork {
     //! A generation number that changes in the child at every fork and on
     //! every `refresh`.
-    //!
-    //! # Safety
-    //! `pthread_atfork` registers a child handler that only increments an
-    //! atomic, which is async-signal-safe as a fork handler must be.
-    #![allow(unsafe_code)]
     use core::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Once;
 
     static GENERATION: AtomicU64 = AtomicU64::new(0);
-    static REGISTER: Once = Once::new();
 
-    extern "C" fn in_child() {
-        GENERATION.fetch_add(1, Ordering::Relaxed);
-    }
-
+    /// The refreshes plus the forks of this process's line (the lock's fork
+    /// counter, whose child handler is the only write a fork makes: one
+    /// handler writing its own page here too copied one more page in every
+    /// child).
     pub(super) fn generation() -> u64 {
-        REGISTER.call_once(|| {
-            // SAFETY: registers a handler that touches only an atomic.
-            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-        });
-        GENERATION.load(Ordering::Relaxed)
+        GENERATION
+            .load(Ordering::Relaxed)
+            .wrapping_add(crate::lock::fork_generation())
     }
 
     pub(super) fn bump() {

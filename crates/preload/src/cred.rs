@@ -6,8 +6,10 @@
 //! in one of [`SLOTS`] (filled once each, by compare-and-swap: no lock, so
 //! a fork in the middle of a fill leaves the child nothing to wait for),
 //! and `HOT.cred` points at the one in force, `HOT.cred_gen` saying which
-//! generation it was read in. The set*id wrappers and the fork child
-//! handler bump `HOT.generation`; the next call sees a stale one, reads the
+//! generation it was read in: `HOT.generation`, which the set*id wrappers
+//! bump, plus the forks of the process's line (a fork child's pid differs;
+//! counted by the core's one fork handler, so that a child that never
+//! calls costs no store here). The next call sees a stale one, reads the
 //! credentials again, and finds them in a slot (a process that toggles its
 //! euid keeps using the same two) or fills a new one. Nothing is ever
 //! freed, so a reference handed out cannot dangle whatever other threads
@@ -32,7 +34,10 @@ pub fn with_caller<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> 
     // stores in `fresh` (the generation's after the pointer's, so a
     // matching generation means the pointer is at least that recent).
     let h = &HOT;
-    if h.cred_gen.load(Ordering::Acquire) == h.generation.load(Ordering::Acquire)
+    if h.cred_gen.load(Ordering::Acquire)
+        == h.generation
+            .load(Ordering::Acquire)
+            .wrapping_add(ipcns_core::creds::forks_now())
         && let Some(c) = h.cred.get()
     {
         return f(c);
@@ -45,7 +50,13 @@ pub fn with_caller<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> 
 fn fresh<R>(ns: &Namespace, f: impl FnOnce(&Cred) -> SysResult<R>) -> SysResult<R> {
     // The generation is read before the credentials: a change after this
     // read bumps it again, and the next call reads once more.
-    let generation = HOT.generation.load(Ordering::Acquire);
+    // With the forks of this process's line: a fork child's pid differs,
+    // and no handler needs to write in the child (a store there copies a
+    // page its parent shares, some µs for a child that may never call).
+    let generation = HOT
+        .generation
+        .load(Ordering::Acquire)
+        .wrapping_add(ipcns_core::creds::fork_generation());
     // Without /proc the caller's rights cannot be known: refused.
     let arc = ns.cred().map_err(|_| Errno::EACCES)?;
     match slot_of(&arc) {
@@ -80,7 +91,4 @@ pub fn changed() {
     HOT.generation.fetch_add(1, Ordering::Release);
 }
 
-/// In a fork child: its pid differs. Only an atomic (a fork handler).
-pub fn forked() {
-    HOT.generation.fetch_add(1, Ordering::Release);
-}
+

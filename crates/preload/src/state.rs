@@ -145,10 +145,11 @@ fn from_fd() -> Option<Namespace> {
     }
 }
 
-/// In a fork child: a choice another parent thread was making is not
-/// going on here. Only an atomic (a fork handler).
+/// Arranges that in a fork child a choice another parent thread was
+/// making is not going on (the core's fork handler clears [`BUSY`]).
+/// Called once, at load.
 pub fn forked() {
-    BUSY.store(0, Ordering::Release);
+    ipcns_core::creds::clear_in_fork_child(&BUSY);
 }
 
 /// Makes `ns` the process's namespace from now on (`unshare`). The one it

@@ -350,9 +350,20 @@ fn watch_forks() {
 /// In a fork child: one thread, nothing frozen (the parent's freezer, if
 /// it forked, is not this thread's business any more). Atomics only.
 extern "C" fn forked() {
-    FROZEN.store(0, Relaxed);
-    UNTRACKED.store(0, Relaxed);
-    let _ = DEPTH.try_with(|c| c.set(0));
+    // Stored only when not already so: a store to a page the child shares
+    // with its parent copies the page (a fault, some µs), and a child that
+    // never calls System V IPC should cost no more than without ipcns.
+    if FROZEN.load(Relaxed) != 0 {
+        FROZEN.store(0, Relaxed);
+    }
+    if UNTRACKED.load(Relaxed) != 0 {
+        UNTRACKED.store(0, Relaxed);
+    }
+    let _ = DEPTH.try_with(|c| {
+        if c.get() != 0 {
+            c.set(0);
+        }
+    });
 }
 
 /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, the process registered

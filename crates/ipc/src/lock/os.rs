@@ -33,6 +33,25 @@ static AT_FORK: OnceLock<()> = OnceLock::new();
 
 extern "C" fn in_child() {
     FORKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    // The C ABI's flag, cleared here rather than by a handler of its own
+    // (whose code, on another page, a child would fault in).
+    if let Some(flag) = CLEAR_IN_CHILD.get()
+        && flag.load(core::sync::atomic::Ordering::Relaxed) != 0
+    {
+        flag.store(0, core::sync::atomic::Ordering::Release);
+    }
+}
+
+/// A flag a fork child starts with at 0 ([`clear_in_fork_child`]).
+static CLEAR_IN_CHILD: OnceLock<&'static core::sync::atomic::AtomicU32> = OnceLock::new();
+
+/// Makes every fork child start with `flag` at 0 (one flag, the first
+/// given), through the fork handler that counts forks (registered now):
+/// a store only when it is not 0, since a store copies the page the child
+/// shares with its parent.
+pub fn clear_in_fork_child(flag: &'static core::sync::atomic::AtomicU32) {
+    let _ = CLEAR_IN_CHILD.set(flag);
+    let _ = fork_generation();
 }
 
 thread_local! {
@@ -714,6 +733,13 @@ pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32, timeout_n
 /// Wakes every sleeper on the shared futex `word`.
 pub fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
     sys::futex::wake(word, i32::MAX);
+}
+
+/// [`fork_generation`] without registering the fork handler: for a hot
+/// path whose cache was made after a call to [`fork_generation`].
+#[inline(always)]
+pub fn forks_now() -> u64 {
+    FORKS.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 /// Changes in a forked child (and only there): caches keyed by it are

@@ -106,6 +106,18 @@ pub fn reap(a: &Session) -> Result<u32, Errno> {
 /// Cleans up after process `pid` if it has a record and is gone (a parent
 /// that has just waited for it); whether it had one.
 pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
+    // A look without the lock first: a child that never called System V
+    // IPC has no record, and its parent's wait then costs no lock (nor a
+    // store to a page the fork left shared, which copies it). A record for
+    // a reaped child is complete by now: the child made it (or claimed the
+    // one its parent made before the fork) before it ended, and the wait
+    // orders what it wrote before what we read.
+    let any = proc::table(a)?
+        .iter()
+        .any(|r| r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid);
+    if !any {
+        return Ok(false);
+    }
     let found = {
         let _g = proc::lock(a)?;
         proc::table(a)?.iter().enumerate().find_map(|(i, r)| {

@@ -117,7 +117,11 @@ fn reaped(pid: c_int, status: Option<c_int>) {
     };
     let e = next::errno();
     let _ = std::panic::catch_unwind(|| ns.reap_pid(pid));
-    next::set_errno(e);
+    // Written back only if it moved: a store to the thread's errno page,
+    // which a fork left shared, copies it.
+    if next::errno() != e {
+        next::set_errno(e);
+    }
 }
 
 type Wait4 = unsafe extern "C" fn(c_int, *mut c_int, c_int, *mut libc::rusage) -> c_int;

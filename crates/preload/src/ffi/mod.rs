@@ -266,20 +266,17 @@ pub unsafe extern "C" fn syscall(
     ret_long(r)
 }
 
-/// The fork child handler: the child's credentials (its pid) are read
-/// again. Only atomics: async-signal-safe, as a fork handler must be.
-extern "C" fn in_child() {
-    cred::forked();
-    state::forked();
-}
-
-/// The constructor: every next symbol looked up, the fork handler
-/// registered, and panics reported on one line.
+/// The constructor: every next symbol looked up, the core's fork handler
+/// registered (it clears the choice flag in a child), and panics reported
+/// on one line.
 extern "C" fn on_load() {
     next::resolve_all();
     crate::user::fault::set_taker(signals::hold_faults);
-    // SAFETY: registers a child handler that only touches atomics.
-    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    // A fork child starts with no choice of namespace under way (the
+    // core's fork handler clears the flag); the credentials' cache sees the
+    // fork by itself (`cred.rs`). No handler of our own: its code, on a
+    // page of its own, was a fault in every child.
+    state::forked();
     std::panic::set_hook(Box::new(|info| {
         next::say(&format!(
             "ipcns: internal error ({info}); the call fails with {}\n",
