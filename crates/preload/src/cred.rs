@@ -90,5 +90,3 @@ pub fn changed() {
     ipcns_core::creds::refresh();
     HOT.generation.fetch_add(1, Ordering::Release);
 }
-
-
