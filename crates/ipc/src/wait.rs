@@ -25,7 +25,7 @@
 //! written only through a mechanism's view, which names them:
 //! [`SemWaiter`] (`nops`, `ops`, `blocking`, `ticket`, `undo_entry`,
 //! `heartbeat`) and [`MsgWaiter`] (`kind`, `size`, `mode`, `msgtyp`,
-//! `trust_until`).
+//! `heartbeat`).
 
 use crate::chain::Chain;
 use crate::errno::Errno;
@@ -148,9 +148,10 @@ impl<'a> MsgWaiter<'a> {
         &self.0.x48
     }
 
-    /// Until when (CLOCK_MONOTONIC ns) a waker may take the sleeper's
-    /// spin as a sign of life.
-    pub fn trust_until(self) -> &'a AtomicU64 {
+    /// When the receiver last said it is alive (CLOCK_MONOTONIC ns): its
+    /// queueing, then its spin's beats ([`beat`], the same word as a
+    /// semop sleeper's heartbeat).
+    pub fn heartbeat(self) -> &'a AtomicU64 {
         &self.0.x56
     }
 }

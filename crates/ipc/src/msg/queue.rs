@@ -74,8 +74,9 @@ pub(super) const KIND_SEND: u32 = 2;
 const MODE_MASK: u32 = 0xff;
 const SIGHTING: u32 = 1 << 8;
 
-/// How long after queueing a receiver surely still spins (if it lives):
-/// less than `wait::sleep`'s spin (20 µs), which starts after the queueing.
+/// A spinning receiver whose last sign of life (its queueing, then its
+/// spin's beats, every microsecond or two: `wait::beat`) is younger than
+/// this is taken as alive without asking the system.
 const SPIN_TRUST_NS: u64 = 15_000;
 
 /// The most blocks (or records) a list can hold: a longer walk is a cycle.
@@ -425,8 +426,8 @@ pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> 
     m.size().store(wants.size, Relaxed);
     m.flags().store(wants.mode & MODE_MASK, Relaxed);
     m.msgtyp().store(wants.msgtyp as u64, Relaxed);
-    m.trust_until()
-        .store(crate::sys::time::monotonic_ns() + SPIN_TRUST_NS, Relaxed);
+    m.heartbeat()
+        .store(crate::sys::time::monotonic_ns(), Relaxed);
     if let Err(e) = wait::append(a, &s.waiters, off) {
         let _ = a.free(off, WAITER_BYTES);
         return Err(e);
@@ -440,13 +441,19 @@ pub(super) fn finish(w: &Waiter, status: i32) {
     wait::finish_linked(w, status);
 }
 
-/// Whether the receiver of a record still lives. One that queued itself a
-/// moment ago and still spins is taken as alive without asking the system
-/// (a receiver killed within those microseconds can take a message with
-/// it, as one killed just after msgrcv returned would).
+/// Whether the receiver of a record still lives. One that still spins and
+/// gave a sign of life a moment ago (queued, or beat) is taken as alive
+/// without asking the system (a receiver killed within those microseconds
+/// can take a message with it, as one killed just after msgrcv returned
+/// would). The word was once a deadline set at queueing, which the spin's
+/// first beat (the same word) overwrote with the time of the beat: every
+/// hand-over then watched the receiver's heartbeat, up to 3 µs, under the
+/// queue's lock.
 pub(super) fn receiver_alive(w: &Waiter) -> bool {
     (w.state.load(Relaxed) == wait::QUEUED
-        && crate::sys::time::monotonic_ns() < w.msg().trust_until().load(Relaxed))
+        && crate::sys::time::monotonic_ns()
+            .checked_sub(w.msg().heartbeat().load(Relaxed))
+            .is_some_and(|age| age < SPIN_TRUST_NS))
         || wait::sleeper_alive(w)
 }
 
