@@ -8,8 +8,12 @@
 //! thread it is, even after its tid is reused). Taking a free lock is one
 //! compare-and-swap that writes all of it at once (no system call, no
 //! window in which the lock is held by nobody known); releasing it is one
-//! more, plus a `FUTEX_WAKE` only if [`WAITERS`] was set. Waiters sleep on
-//! the word's low 32 bits (a shared futex) with a timeout ([`Os::wait`]).
+//! more, plus a `FUTEX_WAKE` only if [`WAITERS`] was set. Waiters spin a
+//! little (and, on a message queue's lock, give the cpu away a few times:
+//! [`GIVE_WAY`]), then sleep on the word's low 32 bits (a shared futex)
+//! with a timeout ([`Os::wait`]), counted in `sleepers` meanwhile and
+//! setting [`WAITERS`] themselves before each sleep; a waiter that takes
+//! the lock sets [`WAITERS`] again only if `sleepers` says others sleep.
 //!
 //! Before its first sleep, and whenever a slice has passed with the same
 //! holder (whatever ended the sleeps: signals do not hold it off), a
@@ -51,8 +55,8 @@
 //!
 //! # Layout
 //! 24 bytes, all zero = free and clean: `word` @0 (the futex is its low
-//! half), `dirty` @8, `sleepers` @12. No initialisation step: a zeroed slot holds a valid
-//! lock.
+//! half), `dirty` @8, `sleepers` @12. No initialisation step: a zeroed
+//! slot holds a valid lock.
 
 #[cfg(not(loom))]
 pub mod gate;

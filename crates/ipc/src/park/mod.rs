@@ -20,6 +20,13 @@
 //! operation's result (it happened); otherwise the record is still queued,
 //! and the sleeper unlinks it itself: the operation never happens.
 //!
+//! A waker holding the object lock may also nudge a record whose turn is
+//! next ([`nudge`]): CAS SLEEPING -> QUEUED, then FUTEX_WAKE. Its sleeper,
+//! back from the futex with the word QUEUED and no handler noted, spins
+//! again for a while before it says it sleeps again; nothing is decided
+//! by a nudge (the record stays queued, and a completion still swaps the
+//! word to DONE).
+//!
 //! Signal handlers: a handler that runs while the sleeper is outside
 //! FUTEX_WAIT (spinning, between the CAS and the system call, between two
 //! slices) does not make the wait return EINTR. So the sleeper also asks
