@@ -25,7 +25,7 @@ use crate::arena::header::Procs;
 use crate::errno::Errno;
 use crate::lock::{self, Guard};
 use crate::session::Session;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 /// `state`: unused.
@@ -108,6 +108,13 @@ pub fn table(a: &Session) -> Result<&[Proc], Errno> {
         return Err(Errno::EUCLEAN);
     }
     a.view_slice(off, cap as usize)
+}
+
+/// Where the table is (its offset and capacity), for a look without the
+/// procs lock that must know the table did not move under it.
+pub fn table_place(a: &Session) -> (u64, u32) {
+    let p = procs(a);
+    (p.table.load(Acquire), p.cap.load(Acquire))
 }
 
 /// Record `idx`, checked. Procs lock held.

@@ -111,11 +111,14 @@ pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
     // store to a page the fork left shared, which copies it). A record for
     // a reaped child is complete by now: the child made it (or claimed the
     // one its parent made before the fork) before it ended, and the wait
-    // orders what it wrote before what we read.
+    // orders what it wrote before what we read. Only a table that stayed
+    // where it was through the look is believed (another process growing
+    // it moves it): otherwise the look under the lock decides.
+    let place = proc::table_place(a);
     let any = proc::table(a)?
         .iter()
         .any(|r| r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid);
-    if !any {
+    if !any && proc::table_place(a) == place {
         return Ok(false);
     }
     let found = {
