@@ -261,16 +261,7 @@ pub fn among_first(a: &Session, head: &AtomicU64, off: u64, n: usize) -> bool {
 /// Nudges the record's sleeper, whose turn comes next: it spins instead
 /// of sleeping ([`park::nudge`]). Object lock held.
 pub fn nudge(w: &Waiter) {
-    park::nudge(
-        &w.state,
-        &RealPark {
-            w,
-            tick: &mut || {},
-            mark: None,
-            prev: 0,
-            spin: 0,
-        },
-    );
+    as_waker(w, |p| park::nudge(&w.state, p));
 }
 
 /// Appends `off` at the end of the queue (FIFO).
@@ -310,18 +301,7 @@ pub fn unlink(a: &Session, head: &AtomicU64, off: u64) -> Result<bool, Errno> {
 pub fn complete(a: &Session, head: &AtomicU64, off: u64, status: i32) -> Result<(), Errno> {
     unlink(a, head, off)?;
     let w = at(a, off)?;
-    park::complete(
-        &w.state,
-        &w.status,
-        status,
-        &RealPark {
-            w,
-            tick: &mut || {},
-            mark: None,
-            prev: 0,
-            spin: SPIN_NS,
-        },
-    );
+    as_waker(w, |p| park::complete(&w.state, &w.status, status, p));
     Ok(())
 }
 
@@ -539,18 +519,19 @@ impl park::Park for RealPark<'_, '_> {
 /// linked (a message queue's handover: its sleeper collects it). Object
 /// lock held.
 pub fn finish_linked(w: &Waiter, status: i32) {
-    park::complete(
-        &w.state,
-        &w.status,
-        status,
-        &RealPark {
-            w,
-            tick: &mut || {},
-            mark: None,
-            prev: 0,
-            spin: SPIN_NS,
-        },
-    );
+    as_waker(w, |p| park::complete(&w.state, &w.status, status, p));
+}
+
+/// Runs `f` with the real system as a waker of record `w` sees it (a
+/// waker only wakes: no tick, no mark, no spin).
+fn as_waker<R>(w: &Waiter, f: impl FnOnce(&RealPark<'_, '_>) -> R) -> R {
+    f(&RealPark {
+        w,
+        tick: &mut || {},
+        mark: None,
+        prev: 0,
+        spin: 0,
+    })
 }
 
 /// Waits until the record is DONE, `deadline` passes (monotonic ns), or a

@@ -114,19 +114,17 @@ pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
     // orders what it wrote before what we read. Only a table that stayed
     // where it was through the look is believed (another process growing
     // it moves it): otherwise the look under the lock decides.
+    let its = |r: &proc::Proc| r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid;
     let place = proc::table_place(a);
-    let any = proc::table(a)?
-        .iter()
-        .any(|r| r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid);
-    if !any && proc::table_place(a) == place {
+    if !proc::table(a)?.iter().any(its) && proc::table_place(a) == place {
         return Ok(false);
     }
     let found = {
         let _g = proc::lock(a)?;
-        proc::table(a)?.iter().enumerate().find_map(|(i, r)| {
-            (r.state.load(Relaxed) == LIVE && r.pid.load(Relaxed) == pid)
-                .then(|| (i as u32, r.start.load(Relaxed)))
-        })
+        proc::table(a)?
+            .iter()
+            .enumerate()
+            .find_map(|(i, r)| its(r).then(|| (i as u32, r.start.load(Relaxed))))
     };
     match found {
         Some((idx, start)) if !lock::process_alive(pid, start) => {
