@@ -15,17 +15,22 @@
 //!   `shm_nattch` from the fork on and dropped when it is reaped).
 //!
 //! Each case runs plain (no library: the kernel's System V IPC, in this
-//! program's IPC namespace, on private objects removed at the end) and
-//! under the library (`LD_PRELOAD=libipcns.so` with `IPCNS_DIR`/`IPCNS`
-//! naming a throwaway namespace, as `bench preload` opens its library),
-//! the two taking turns round after round (which goes first alternating),
-//! each round a new process of the program: a few untimed cycles, then the
+//! program's IPC namespace, on private objects removed at the end), under
+//! an empty preloaded object (`LD_PRELOAD` of a shared object compiled
+//! from one `int` and nothing else: what preloading any library costs, the
+//! floor under the library's figure) and under the library
+//! (`LD_PRELOAD=libipcns.so` with `IPCNS_DIR`/`IPCNS` naming a throwaway
+//! namespace, as `bench preload` opens its library), the three taking
+//! turns round after round (which goes first rotating), each round a new
+//! process of the program: a few untimed cycles, then the
 //! timed ones in chunks of CHUNK, the round's figure its median chunk's µs
 //! per cycle (as the other benchmarks take medians of chunks: a chunk
 //! during which another process had the cpu is an outlier). Figures: each
 //! side's median over the rounds and its spread ((max - min) / median),
-//! library / plain, and library / plain of the rounds' means (every cycle
-//! counted, outliers included; in the JSON with every round's figures).
+//! library / plain, library / plain of the rounds' means (every cycle
+//! counted, outliers included; in the JSON with every round's figures),
+//! and the empty object's share: empty / plain, and library / empty
+//! (what the library adds above the floor).
 //! After the cycles the program reads the semaphore's value (1: the
 //! children's exits undid nothing of the parent's) and `shm_nattch` (1:
 //! every child's attachment dropped when it was reaped); the table says
@@ -173,6 +178,9 @@ int main(int argc, char **argv) {
 /// The program the exec case runs.
 const TINY: &str = "int main(void) { return 0; }\n";
 
+/// The empty preloaded object: one variable, no code of its own.
+const EMPTY: &str = "int ipcns_bench_empty_object;\n";
+
 /// One case: its argument to the program, its row's name, its goal.
 struct Case {
     arg: &'static str,
@@ -248,6 +256,8 @@ struct Programs {
     dir: PathBuf,
     bench: PathBuf,
     tiny: PathBuf,
+    /// The empty shared object.
+    empty: PathBuf,
 }
 
 impl Programs {
@@ -263,10 +273,12 @@ impl Programs {
         let p = Programs {
             bench: dir.join("fork-bench"),
             tiny: dir.join("tiny"),
+            empty: dir.join("empty.so"),
             dir,
         };
-        compile(PROGRAM, &p.bench)?;
-        compile(TINY, &p.tiny)?;
+        compile(PROGRAM, &p.bench, &[])?;
+        compile(TINY, &p.tiny, &[])?;
+        compile(EMPTY, &p.empty, &["-shared", "-fPIC"])?;
         Ok(p)
     }
 }
@@ -277,14 +289,17 @@ impl Drop for Programs {
     }
 }
 
-/// Compiles the C text `src` into the program `out` (`$CC`, else `cc`,
-/// `-O2`), as the library's own C is compiled.
-fn compile(src: &str, out: &Path) -> anyhow::Result<()> {
+/// Compiles the C text `src` into the program (or, with `-shared`, the
+/// object) `out` (`$CC`, else `cc`, `-O2` and `flags`), as the library's
+/// own C is compiled.
+fn compile(src: &str, out: &Path, flags: &[&str]) -> anyhow::Result<()> {
     let c = out.with_extension("c");
     std::fs::write(&c, src).with_context(|| format!("write {}", c.display()))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let r = Command::new(&cc)
-        .args(["-O2", "-o"])
+        .arg("-O2")
+        .args(flags)
+        .arg("-o")
         .arg(out)
         .arg(&c)
         .stdin(Stdio::null())
@@ -313,12 +328,33 @@ struct Said {
     check: i64,
 }
 
+/// The three ways the program runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Plain,
+    Empty,
+    Library,
+}
+
+impl Way {
+    const ALL: [Way; 3] = [Way::Plain, Way::Empty, Way::Library];
+
+    fn name(self) -> &'static str {
+        match self {
+            Way::Plain => "plain",
+            Way::Empty => "empty object",
+            Way::Library => "library",
+        }
+    }
+}
+
 /// One run of the program.
 fn run_once(
     p: &Programs,
     c: &Case,
     sizes: Sizes,
-    lib: Option<&Library<'_>>,
+    way: Way,
+    lib: &Library<'_>,
 ) -> anyhow::Result<Said> {
     let (cycles, warm) = sizes.of(c);
     let mut cmd = Command::new(&p.bench);
@@ -332,12 +368,18 @@ fn run_once(
         .env_remove("IPCNS_SHARED")
         .stdin(Stdio::null())
         .stderr(Stdio::piped());
-    if let Some(l) = lib {
-        cmd.env("LD_PRELOAD", l.path)
-            .env("IPCNS_DIR", &l.named.dir)
-            .env("IPCNS", &l.named.name);
+    match way {
+        Way::Plain => {}
+        Way::Empty => {
+            cmd.env("LD_PRELOAD", &p.empty);
+        }
+        Way::Library => {
+            cmd.env("LD_PRELOAD", lib.path)
+                .env("IPCNS_DIR", &lib.named.dir)
+                .env("IPCNS", &lib.named.name);
+        }
     }
-    let side = if lib.is_some() { "library" } else { "plain" };
+    let side = way.name();
     let out = cmd
         .output()
         .with_context(|| format!("run {}", p.bench.display()))?;
@@ -403,12 +445,21 @@ impl Side {
 struct Row {
     case: &'static Case,
     plain: Side,
+    empty: Side,
     library: Side,
 }
 
 impl Row {
     fn ratio(&self) -> f64 {
         ratio(self.library.median(), self.plain.median())
+    }
+
+    fn side(&mut self, way: Way) -> &mut Side {
+        match way {
+            Way::Plain => &mut self.plain,
+            Way::Empty => &mut self.empty,
+            Way::Library => &mut self.library,
+        }
     }
 }
 
@@ -418,17 +469,14 @@ fn measure(p: &Programs, lib: &Library<'_>, sizes: Sizes) -> anyhow::Result<Vec<
         let mut row = Row {
             case: c,
             plain: Side::default(),
+            empty: Side::default(),
             library: Side::default(),
         };
         for r in 0..ROUNDS {
-            for turn in 0..2 {
-                let with_lib = (r + turn) % 2 == 1;
-                let said = run_once(p, c, sizes, with_lib.then_some(lib))?;
-                let side = if with_lib {
-                    &mut row.library
-                } else {
-                    &mut row.plain
-                };
+            for turn in 0..Way::ALL.len() {
+                let way = Way::ALL[(r + turn) % Way::ALL.len()];
+                let said = run_once(p, c, sizes, way, lib)?;
+                let side = row.side(way);
                 side.us.push(said.median / 1000.0);
                 side.mean_us.push(said.mean / 1000.0);
                 if c.check.is_some_and(|want| want != said.check) {
@@ -475,7 +523,11 @@ fn checks(rows: &[Row]) -> Result<(), Vec<String>> {
     let mut bad = Vec::new();
     for r in rows {
         let Some(want) = r.case.check else { continue };
-        for (side, s) in [("plain", &r.plain), ("library", &r.library)] {
+        for (side, s) in [
+            ("plain", &r.plain),
+            ("empty object", &r.empty),
+            ("library", &r.library),
+        ] {
             if !s.wrong.is_empty() {
                 bad.push(format!(
                     "{} ({side}): {} where {want} was expected",
@@ -506,28 +558,41 @@ fn table(
         s.push('\n');
     };
     line(format!(
-        "ipcns bench fork: process life cycles of a C program, plain (the kernel's System V IPC) \
-         and under LD_PRELOAD={}; µs per cycle, medians of {ROUNDS} rounds (each its median chunk \
-         of {CHUNK} cycles), the two in turns",
+        "ipcns bench fork: process life cycles of a C program, plain (the kernel's System V IPC), \
+         under LD_PRELOAD of an empty object and under LD_PRELOAD={}; µs per cycle, medians of \
+         {ROUNDS} rounds (each its median chunk of {CHUNK} cycles), the three in turns",
         path.display()
     ));
     line(cpu_line(cpu, ncpus));
     line(String::new());
     line(format!(
-        "{:<32} {:>9} {:>7} {:>9} {:>7} {:>8} {:>9} {:>7}",
-        "µs per cycle", "plain", "spread", "library", "spread", "lib/pl", "means l/p", "cycles"
+        "{:<32} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>7} {:>8} {:>7}",
+        "µs per cycle",
+        "plain",
+        "spread",
+        "empty",
+        "library",
+        "spread",
+        "lib/pl",
+        "means l/p",
+        "emp/pl",
+        "lib/emp",
+        "cycles"
     ));
     for (i, r) in rows.iter().enumerate() {
         let (cycles, _) = sizes.of(r.case);
         line(format!(
-            "{:<32} {:>9.1} {:>6.0}% {:>9.1} {:>6.0}% {:>7.2}x {:>8.2}x {:>7}",
+            "{:<32} {:>8.1} {:>6.0}% {:>8.1} {:>8.1} {:>6.0}% {:>6.2}x {:>8.2}x {:>6.2}x {:>7.2}x {:>7}",
             format!("{}. {}", i + 1, r.case.name),
             r.plain.median(),
             r.plain.spread(),
+            r.empty.median(),
             r.library.median(),
             r.library.spread(),
             r.ratio(),
             ratio(r.library.mean_median(), r.plain.mean_median()),
+            ratio(r.empty.median(), r.plain.median()),
+            ratio(r.library.median(), r.empty.median()),
             cycles
         ));
     }
@@ -539,9 +604,18 @@ fn table(
         "   over the rounds; means l/p: lib/pl of the rounds' means, every cycle counted; exec runs"
             .to_string(),
     );
-    line("   a compiled `int main(void) { return 0; }` with the parent's environment)".to_string());
+    line(
+        "   a compiled `int main(void) { return 0; }` with the parent's environment; empty: an \
+         object of one int"
+            .to_string(),
+    );
+    line(
+        "   preloaded instead of the library, what preloading costs any library: emp/pl is that \
+         floor, lib/emp the library's own)"
+            .to_string(),
+    );
     line(match checks(rows) {
-        Ok(()) => "checks: after the cycles semval 1 (SEM_UNDO) and shm_nattch 1 on both sides: ok"
+        Ok(()) => "checks: after the cycles semval 1 (SEM_UNDO) and shm_nattch 1 on every side: ok"
             .to_string(),
         Err(bad) => format!("checks FAILED: {}", bad.join("; ")),
     });
@@ -573,12 +647,16 @@ fn to_json(cpu: &str, path: &Path, sizes: Sizes, rows: &[Row], goals: &[Goal]) -
             let (cycles, warm) = sizes.of(r.case);
             format!(
                 "{{\"case\":{},\"name\":{},\"cycles\":{cycles},\"warm\":{warm},\
-                 \"plain_us\":{},\"library_us\":{},\"library_over_plain\":{}}}",
+                 \"plain_us\":{},\"empty_object_us\":{},\"library_us\":{},\
+                 \"library_over_plain\":{},\"empty_over_plain\":{},\"library_over_empty\":{}}}",
                 json_str(r.case.arg),
                 json_str(r.case.name),
                 side(&r.plain),
+                side(&r.empty),
                 side(&r.library),
-                json_num(r.ratio())
+                json_num(r.ratio()),
+                json_num(ratio(r.empty.median(), r.plain.median())),
+                json_num(ratio(r.library.median(), r.empty.median()))
             )
         })
         .collect::<Vec<_>>()

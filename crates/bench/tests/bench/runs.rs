@@ -411,7 +411,8 @@ fn bench_preload_table() {
     assert!(d.entries().is_empty(), "{:?}", d.entries());
 }
 
-/// `bench fork`: the four cases measured on both sides, the checks
+/// `bench fork`: the four cases measured on every side (plain, an empty
+/// preloaded object, the library), the checks
 /// passed (SEM_UNDO state and shm_nattch right after the cycles), both
 /// goals, the throwaway namespace removed.
 #[test]
@@ -435,8 +436,11 @@ fn bench_fork_json_and_table() {
         "{\"case\":\"exec\",",
         "{\"case\":\"semundo\",",
         "{\"case\":\"shm\",",
+        "\"empty_object_us\":{\"median\":",
         "\"library_us\":{\"median\":",
         "\"library_over_plain\":",
+        "\"empty_over_plain\":",
+        "\"library_over_empty\":",
         "\"mean_median\":",
         "\"round_means\":[",
         "\"checks\":{\"ok\":true,\"failures\":[]}",
@@ -469,6 +473,7 @@ fn bench_fork_json_and_table() {
             "no row {row} in {out}"
         );
     }
+    assert!(out.contains(" emp/pl  lib/emp "), "{out}");
     assert!(out.contains("\nchecks: after the cycles "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(d.entries().is_empty(), "{:?}", d.entries());
