@@ -12,8 +12,17 @@
 //! little (and, on a message queue's lock, give the cpu away a few times:
 //! [`GIVE_WAY`]), then sleep on the word's low 32 bits (a shared futex)
 //! with a timeout ([`Os::wait`]), counted in `sleepers` meanwhile and
-//! setting [`WAITERS`] themselves before each sleep; a waiter that takes
-//! the lock sets [`WAITERS`] again only if `sleepers` says others sleep.
+//! setting [`WAITERS`] themselves before each sleep. A release with
+//! [`WAITERS`] wakes one sleeper and hands it the baton: a waiter that has
+//! slept, once woken, wakes the next if `sleepers` says others still
+//! sleep, sets [`WAITERS`] again when it takes the lock on the same
+//! condition, and wakes one if it gives up (its deadline). Nobody else
+//! sets it: a waiter woken but not yet running is still counted in
+//! `sleepers`, and every taker re-arming on that count made each of its
+//! own releases a futile `FUTEX_WAKE` until the woken one ran (a million a
+//! second between a message queue's sender and receiver, a third of their
+//! throughput). A baton lost with its holder (killed after its wake) costs
+//! the other sleepers at most their sleep's timeout, a slice.
 //!
 //! Before its first sleep, and whenever a slice has passed with the same
 //! holder (whatever ended the sleeps: signals do not hold it off), a
@@ -105,10 +114,15 @@ pub trait Os {
     /// Sleeps while the low half of `word` holds `expected`, at most one
     /// time slice; true when the slice ran out (not a wake-up or a change).
     fn wait(&self, word: &AtomicU64, expected: u32) -> bool;
-    /// As [`Os::wait`], the slice cut short at `deadline` (monotonic ns).
-    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+    /// As [`Os::wait`], the slice cut short at `deadline` (monotonic ns),
+    /// telling a wake-up apart.
+    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> WaitEnd {
         let _ = deadline;
-        self.wait(word, expected)
+        if self.wait(word, expected) {
+            WaitEnd::TimedOut
+        } else {
+            WaitEnd::Other
+        }
     }
     /// Wakes one sleeper on `word`.
     fn wake(&self, word: &AtomicU64);
@@ -167,7 +181,8 @@ pub struct Lock {
     dirty: AtomicU32,
     /// Waiters inside a sleep, or about to sleep (raised before a waiter
     /// sets [`WAITERS`], lowered after its sleep): whether a waiter that
-    /// takes the lock sets [`WAITERS`] for the others. A hint only: one
+    /// slept wakes the next, or sets [`WAITERS`] for the others when it
+    /// takes the lock. A hint only: one
     /// too many costs a spare wake-up; one too few a sleep of up to a
     /// slice (every sleep is bounded, and a sleeper sets [`WAITERS`]
     /// itself before each).
@@ -187,6 +202,17 @@ const _: () = {
     // The futex is the word's low half: little-endian machines only.
     assert!(cfg!(target_endian = "little"));
 };
+
+/// How a waiter's sleep ended ([`Os::wait_until`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum WaitEnd {
+    /// A `FUTEX_WAKE` woke it.
+    Woken,
+    /// Its slice (or its deadline) ran out.
+    TimedOut,
+    /// The word changed before it slept, or a signal.
+    Other,
+}
 
 /// Spins before the first sleep (a holder usually leaves within a few µs).
 const SPINS: u32 = 64;
@@ -302,6 +328,9 @@ impl Lock {
         let mut spins = 0;
         let mut ways = 0;
         let mut checked = false;
+        // Whether this waiter has slept: then it may hold the baton (the
+        // protocol above).
+        let mut slept = false;
         // When the holder was last checked: a waiter whose sleeps keep
         // ending early (signals) still checks once a slice has passed.
         let mut last_check = 0u64;
@@ -311,12 +340,12 @@ impl Lock {
             os.step()?;
             let v = self.word.load(Ordering::Relaxed);
             if v & TID_MASK == 0 {
-                // Free. WAITERS set if others sleep (the release that
-                // freed it woke one of them at most, and they set it on
-                // the word they slept on, not on ours); not merely
-                // because we spun: every release with WAITERS set makes a
-                // system call.
-                let others = if self.sleepers.load(Ordering::SeqCst) != 0 {
+                // Free. WAITERS set by a waiter that slept if others sleep
+                // (the release that freed it woke one of them at most, and
+                // they set it on the word they slept on, not on ours); not
+                // by one that only spun, which holds no baton: every
+                // release with WAITERS set makes a system call.
+                let others = if slept && self.sleepers.load(Ordering::SeqCst) != 0 {
                     WAITERS
                 } else {
                     0
@@ -353,6 +382,10 @@ impl Lock {
                 continue;
             }
             if deadline.is_some_and(|d| os.now_ns() >= d) {
+                // A woken waiter leaving hands its baton on.
+                if slept && self.sleepers.load(Ordering::SeqCst) != 0 {
+                    os.wake(&self.word);
+                }
                 return Err(Errno(libc::ETIMEDOUT));
             }
             if !checked {
@@ -379,8 +412,17 @@ impl Lock {
                 self.not_sleeping();
                 continue;
             }
-            let timed_out = os.wait_until(&self.word, (v | WAITERS) as u32, deadline);
+            let ended = os.wait_until(&self.word, (v | WAITERS) as u32, deadline);
+            let timed_out = ended == WaitEnd::TimedOut;
+            slept = true;
             self.not_sleeping();
+            if ended == WaitEnd::Woken && self.sleepers.load(Ordering::SeqCst) != 0 {
+                // Others sleep: the next is woken now, as the release that
+                // woke us would have if it had known (every sleeper up and
+                // spinning when several processes share few cpus, without
+                // a system call at every hand-over when one sleeps).
+                os.wake(&self.word);
+            }
             os.step()?;
             let v2 = self.word.load(Ordering::Relaxed);
             if v2 & WHO != v & WHO {
@@ -475,7 +517,7 @@ pub use guard::Guard;
 #[cfg(not(loom))]
 mod guard {
     use super::gate::{self, Inside};
-    use super::{Liveness, Lock, Os, RealOs};
+    use super::{Liveness, Lock, Os, RealOs, WaitEnd};
     use crate::errno::Errno;
     use crate::sync::AtomicU64;
     use core::marker::PhantomData;
@@ -498,7 +540,7 @@ mod guard {
         fn wait(&self, word: &AtomicU64, expected: u32) -> bool {
             RealOs.wait(word, expected)
         }
-        fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+        fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> WaitEnd {
             RealOs.wait_until(word, expected, deadline)
         }
         fn wake(&self, word: &AtomicU64) {

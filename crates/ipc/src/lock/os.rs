@@ -8,7 +8,7 @@
 //! handler must be); the system calls are `crate::sys`'s safe wrappers.
 #![allow(unsafe_code)]
 
-use super::{Liveness, Lock, Os, TID_MASK};
+use super::{Liveness, Lock, Os, TID_MASK, WaitEnd};
 use crate::errno::Errno;
 use crate::sync::AtomicU64;
 use crate::sys;
@@ -617,14 +617,15 @@ impl Os for RealOs {
         }
     }
 
-    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> bool {
+    fn wait_until(&self, word: &AtomicU64, expected: u32, deadline: Option<u64>) -> WaitEnd {
         let slice = match deadline {
             None => SLICE_NS as u64,
             Some(d) => d.saturating_sub(monotonic_ns()).clamp(1, SLICE_NS as u64),
         };
         match sys::futex::wait(word, expected, slice) {
-            Ok(()) => false,
-            Err(e) => e.0 == libc::ETIMEDOUT,
+            Ok(()) => WaitEnd::Woken,
+            Err(e) if e.0 == libc::ETIMEDOUT => WaitEnd::TimedOut,
+            Err(_) => WaitEnd::Other,
         }
     }
 

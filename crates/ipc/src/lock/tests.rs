@@ -241,6 +241,42 @@ fn contention_counts_exactly() {
 }
 
 #[test]
+fn sleepers_are_all_woken_and_counted_out() {
+    // Holders that stay inside for 50 µs make the waiters sleep on the
+    // futex (8 threads on the machine's cpus): exclusion holds, the count
+    // of sleepers comes back to zero, the word is left free and unmarked,
+    // and the whole stays far from what sleeps ended by their timeout (a
+    // slice, 10 ms: 1,600 of them would take 16 s) would cost.
+    let l = std::sync::Arc::new(Lock::new());
+    let n = std::sync::Arc::new(AtomicU32::new(0));
+    let start = std::time::Instant::now();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (l, n) = (l.clone(), n.clone());
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    let _g = l.lock().unwrap();
+                    let v = n.load(Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_micros(50));
+                    n.store(v + 1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let took = start.elapsed();
+    assert_eq!(n.load(Ordering::Relaxed), 1_600);
+    assert_eq!(l.sleepers.load(Ordering::SeqCst), 0);
+    assert_eq!(l.word.load(Ordering::SeqCst), 0, "left held or marked");
+    assert!(
+        took < Duration::from_secs(8),
+        "sleepers left to time out: {took:?}"
+    );
+}
+
+#[test]
 fn a_thread_never_takes_an_exited_threads_identity() {
     // glibc hands an exited thread's stack and control block (so its
     // thread pointer) to the next thread it creates: the identity cache
