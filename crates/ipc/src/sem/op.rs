@@ -104,37 +104,10 @@ fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>, buf: &mut [
                     .map_or(0, |x| i32::from(x.load(Relaxed) as i16)),
             ),
         };
-        let would_block = |zero| {
-            if sop.sem_flg & abi::IPC_NOWAIT as i16 != 0 {
-                Attempt::Fail(Errno::EAGAIN)
-            } else {
-                Attempt::Block { sem_num: n, zero }
-            }
+        let (result, new_adj) = match step(sop, cur, cur_adj) {
+            Ok(r) => r,
+            Err(a) => return a,
         };
-        // "if (!sem_op && result) goto would_block;"
-        if sop.sem_op == 0 && cur != 0 {
-            return would_block(true);
-        }
-        // `cur` comes from the arena and may be anything in a corrupt one:
-        // saturate rather than overflow (a panic in debug builds).
-        let result = cur.saturating_add(i32::from(sop.sem_op));
-        // "if (result < 0) goto would_block;"
-        if result < 0 {
-            return would_block(false);
-        }
-        // "if (result > SEMVMX) goto out_of_range;" (-ERANGE)
-        if result > SEMVMX {
-            return Attempt::Fail(Errno::ERANGE);
-        }
-        // "undo = un->semadj[sop->sem_num] - sem_op; if (undo < (-SEMAEM - 1)
-        // || undo > SEMAEM) goto out_of_range;"
-        let mut new_adj = cur_adj;
-        if sop.sem_flg & abi::SEM_UNDO != 0 {
-            new_adj = cur_adj - i32::from(sop.sem_op);
-            if !(-(SEMAEM + 1)..=SEMAEM).contains(&new_adj) {
-                return Attempt::Fail(Errno::ERANGE);
-            }
-        }
         match slot {
             Some(i) => {
                 new[i].1 = result;
@@ -151,6 +124,48 @@ fn attempt(sems: &[Sem], sops: &[sembuf], adj: Option<&[AtomicU16]>, buf: &mut [
         }
     }
     Attempt::Done(len)
+}
+
+/// One operation of an array on the value `cur` (and the caller's undo
+/// adjustment `cur_adj`), as perform_atomic_semop's loop body: the new
+/// value and adjustment, or what the array comes to (it blocks or fails).
+#[inline(always)]
+fn step(sop: &sembuf, cur: i32, cur_adj: i32) -> Result<(i32, i32), Attempt> {
+    let would_block = |zero| {
+        if sop.sem_flg & abi::IPC_NOWAIT as i16 != 0 {
+            Attempt::Fail(Errno::EAGAIN)
+        } else {
+            Attempt::Block {
+                sem_num: sop.sem_num,
+                zero,
+            }
+        }
+    };
+    // "if (!sem_op && result) goto would_block;"
+    if sop.sem_op == 0 && cur != 0 {
+        return Err(would_block(true));
+    }
+    // `cur` comes from the arena and may be anything in a corrupt one:
+    // saturate rather than overflow (a panic in debug builds).
+    let result = cur.saturating_add(i32::from(sop.sem_op));
+    // "if (result < 0) goto would_block;"
+    if result < 0 {
+        return Err(would_block(false));
+    }
+    // "if (result > SEMVMX) goto out_of_range;" (-ERANGE)
+    if result > SEMVMX {
+        return Err(Attempt::Fail(Errno::ERANGE));
+    }
+    // "undo = un->semadj[sop->sem_num] - sem_op; if (undo < (-SEMAEM - 1)
+    // || undo > SEMAEM) goto out_of_range;"
+    let mut new_adj = cur_adj;
+    if sop.sem_flg & abi::SEM_UNDO != 0 {
+        new_adj = cur_adj - i32::from(sop.sem_op);
+        if !(-(SEMAEM + 1)..=SEMAEM).contains(&new_adj) {
+            return Err(Attempt::Fail(Errno::ERANGE));
+        }
+    }
+    Ok((result, new_adj))
 }
 
 /// Writes the new values (and `pid` as every touched semaphore's sempid)
@@ -591,6 +606,25 @@ fn semtimedop_try(
         let sems = sems(a, s)?;
         if usize::from(max) >= sems.len() {
             return Err(Errno::EIDRM);
+        }
+        // One operation without undo (most calls: a lock taken or given,
+        // a wait for zero): tried on its semaphore directly, without the
+        // array's buffer and journal; what blocks goes the common way.
+        if let ([sop], false) = (sops, undos) {
+            let sem = sems.get(usize::from(sop.sem_num)).ok_or(Errno::EIDRM)?;
+            match step(sop, sem.val(), 0) {
+                Ok((v, _)) => {
+                    sem.set(v, cred.pid);
+                    s.otime.store(now(), Relaxed);
+                    if alter {
+                        // As below.
+                        let _ = update_queue(a, s, Some(sops));
+                    }
+                    return Ok(0);
+                }
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(_) => {}
+            }
         }
         // find_alloc_undo: the caller's entry for this set.
         let entry = if undos {
