@@ -200,7 +200,7 @@ fn roll_forward(a: &Session, s: &SemSlot, op: u32, words: &[AtomicU64]) -> Resul
     Ok(())
 }
 
-fn clear_journal(a: &Session, s: &SemSlot) {
+pub(super) fn clear_journal(a: &Session, s: &SemSlot) {
     s.journal_op.store(0, Relaxed);
     let off = s.journal_off.swap(0, Relaxed);
     if off != 0 {

@@ -201,11 +201,13 @@ fn commit(
         let (v, p) = (sem.val(), sem.pid());
         w.store(u64::from(v as u32) | (u64::from(p as u32) << 32), Relaxed);
     }
-    if entry != 0 {
-        let adj = undo::adj(a, entry)?;
-        for (w, x) in adjs.iter().zip(adj) {
-            w.store(u64::from(x.load(Relaxed)), Relaxed);
-        }
+    let adj = if entry != 0 {
+        Some(undo::adj(a, entry)?)
+    } else {
+        None
+    };
+    for (w, x) in adjs.iter().zip(adj.unwrap_or_default()) {
+        w.store(u64::from(x.load(Relaxed)), Relaxed);
     }
     for &(m, v, d) in new {
         if let Some(w) = vals.get(usize::from(m)) {
@@ -220,7 +222,24 @@ fn commit(
     crate::fault::step();
     s.journal_op.store(JOURNAL_SEMOP, Relaxed);
     crate::fault::step();
-    SemKind::repair_object(a, s)
+    if waiter != 0 {
+        return SemKind::repair_object(a, s);
+    }
+    // No sleeper to complete: the journal's changes made here, as its
+    // roll-forward would make them (a death half way leaves the journal,
+    // which the next holder rolls forward whole), without looking the set
+    // and the entry up again; then the journal closed.
+    for &(m, v, d) in new {
+        if let Some(sem) = sems.get(usize::from(m)) {
+            sem.set(v, pid);
+        }
+        crate::fault::step();
+        if let Some(x) = adj.and_then(|x| x.get(usize::from(m))) {
+            x.store(d as i16 as u16, Relaxed);
+        }
+    }
+    super::clear_journal(a, s);
+    Ok(())
 }
 
 /// The operations saved in a sleeper's record.
