@@ -455,6 +455,7 @@ impl Arena {
     }
 
     /// Whether `[off, off + len)` lies in the heap's handed-out part.
+    #[inline]
     pub fn in_heap(&self, off: u64, len: u64) -> bool {
         let top = self.header().heap.top.load(Relaxed).min(self.layout.size);
         off >= self.layout.heap_off && off.checked_add(len).is_some_and(|end| end <= top)
