@@ -228,26 +228,13 @@ pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
     Ok(c)
 }
 
-/// Forks so far in this process's line (a counter the fork child handler
-/// bumps; it registers the handler first). A cache of something a fork
-/// changes (the pid in the credentials) keeps the figure it was made
-/// under and compares it with [`forks_now`].
-pub fn fork_generation() -> u64 {
-    crate::lock::fork_generation()
-}
-
-/// Makes every fork child start with `flag` at 0, cleared by the core's
-/// fork handler (a store only when it is not 0): for the C ABI, whose own
-/// handler's code a child would fault in.
-pub fn clear_in_fork_child(flag: &'static core::sync::atomic::AtomicU32) {
-    crate::lock::clear_in_fork_child(flag);
-}
-
-/// [`fork_generation`] on a hot path, after a first call to it.
-#[inline(always)]
-pub fn forks_now() -> u64 {
-    crate::lock::forks_now()
-}
+/// The forks of this process's line, counted by the core's one fork
+/// handler: a cache of something a fork changes (the pid in the
+/// credentials) keeps the figure it was made under (`fork_generation`,
+/// which registers the handler) and compares it with `forks_now`;
+/// `clear_in_fork_child` has the same handler clear a flag of the C ABI
+/// (whose own handler's code a child would fault in).
+pub use crate::lock::{clear_in_fork_child, fork_generation, forks_now};
 
 /// Forgets the cached credentials (after setuid, setgid, setgroups, capset).
 pub fn refresh() {

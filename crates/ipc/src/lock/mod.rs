@@ -345,7 +345,7 @@ impl Lock {
                 // they set it on the word they slept on, not on ours); not
                 // by one that only spun, which holds no baton: every
                 // release with WAITERS set makes a system call.
-                let others = if slept && self.sleepers.load(Ordering::SeqCst) != 0 {
+                let others = if slept && self.others_asleep() {
                     WAITERS
                 } else {
                     0
@@ -383,7 +383,7 @@ impl Lock {
             }
             if deadline.is_some_and(|d| os.now_ns() >= d) {
                 // A woken waiter leaving hands its baton on.
-                if slept && self.sleepers.load(Ordering::SeqCst) != 0 {
+                if slept && self.others_asleep() {
                     os.wake(&self.word);
                 }
                 return Err(Errno(libc::ETIMEDOUT));
@@ -416,7 +416,7 @@ impl Lock {
             let timed_out = ended == WaitEnd::TimedOut;
             slept = true;
             self.not_sleeping();
-            if ended == WaitEnd::Woken && self.sleepers.load(Ordering::SeqCst) != 0 {
+            if ended == WaitEnd::Woken && self.others_asleep() {
                 // Others sleep: the next is woken now, as the release that
                 // woke us would have if it had known (every sleeper up and
                 // spinning when several processes share few cpus, without
@@ -443,6 +443,12 @@ impl Lock {
                 return Ok(r);
             }
         }
+    }
+
+    /// Whether `sleepers` counts a waiter asleep (other than the caller,
+    /// which is counted out after its sleep).
+    fn others_asleep(&self) -> bool {
+        self.sleepers.load(Ordering::SeqCst) != 0
     }
 
     /// A waiter's sleep is over (the count never goes below 0, whatever

@@ -216,19 +216,21 @@ fn killed_holder_mid_section_is_repaired_by_the_next() {
     assert!(t < Duration::from_millis(500), "took {t:?}");
 }
 
-#[test]
-fn contention_counts_exactly() {
-    let l = std::sync::Arc::new(Lock::new());
+/// `threads` threads each taking `l` `rounds` times, inside a non-atomic
+/// increment in two steps `hold` apart (lost updates would show if two
+/// threads were inside at once): the count they reach.
+fn count_under(l: &std::sync::Arc<Lock>, threads: usize, rounds: u32, hold: Duration) -> u32 {
     let n = std::sync::Arc::new(AtomicU32::new(0));
-    let threads: Vec<_> = (0..4)
+    let threads: Vec<_> = (0..threads)
         .map(|_| {
             let (l, n) = (l.clone(), n.clone());
             std::thread::spawn(move || {
-                for _ in 0..20_000 {
+                for _ in 0..rounds {
                     let _g = l.lock().unwrap();
-                    // A non-atomic increment in two steps: lost updates
-                    // would show if two threads were inside.
                     let v = n.load(Ordering::Relaxed);
+                    if !hold.is_zero() {
+                        std::thread::sleep(hold);
+                    }
                     n.store(v + 1, Ordering::Relaxed);
                 }
             })
@@ -237,7 +239,13 @@ fn contention_counts_exactly() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(n.load(Ordering::Relaxed), 80_000);
+    n.load(Ordering::Relaxed)
+}
+
+#[test]
+fn contention_counts_exactly() {
+    let l = std::sync::Arc::new(Lock::new());
+    assert_eq!(count_under(&l, 4, 20_000, Duration::ZERO), 80_000);
 }
 
 #[test]
@@ -248,26 +256,10 @@ fn sleepers_are_all_woken_and_counted_out() {
     // and the whole stays far from what sleeps ended by their timeout (a
     // slice, 10 ms: 1,600 of them would take 16 s) would cost.
     let l = std::sync::Arc::new(Lock::new());
-    let n = std::sync::Arc::new(AtomicU32::new(0));
     let start = std::time::Instant::now();
-    let threads: Vec<_> = (0..8)
-        .map(|_| {
-            let (l, n) = (l.clone(), n.clone());
-            std::thread::spawn(move || {
-                for _ in 0..200 {
-                    let _g = l.lock().unwrap();
-                    let v = n.load(Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_micros(50));
-                    n.store(v + 1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let n = count_under(&l, 8, 200, Duration::from_micros(50));
     let took = start.elapsed();
-    assert_eq!(n.load(Ordering::Relaxed), 1_600);
+    assert_eq!(n, 1_600);
     assert_eq!(l.sleepers.load(Ordering::SeqCst), 0);
     assert_eq!(l.word.load(Ordering::SeqCst), 0, "left held or marked");
     assert!(

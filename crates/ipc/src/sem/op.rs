@@ -634,12 +634,7 @@ fn semtimedop_try(
             match step(sop, sem.val(), 0) {
                 Ok((v, _)) => {
                     sem.set(v, cred.pid);
-                    s.otime.store(now(), Relaxed);
-                    if alter {
-                        // As below.
-                        let _ = update_queue(a, s, Some(sops));
-                    }
-                    return Ok(0);
+                    return done(a, s, sops, alter);
                 }
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(_) => {}
@@ -661,15 +656,7 @@ fn semtimedop_try(
         match attempt(sems, sops, adj, buf) {
             Attempt::Done(n) => {
                 commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
-                s.otime.store(now(), Relaxed);
-                if alter {
-                    // Our operation is done: a failure to complete
-                    // the sleepers (no memory for a journal, a corrupt
-                    // record) is not ours to report, and they are
-                    // tried again at the next change.
-                    let _ = update_queue(a, s, Some(sops));
-                }
-                return Ok(0);
+                return done(a, s, sops, alter);
             }
             Attempt::Fail(e) => return Err(e),
             Attempt::Block { sem_num, zero } => {
@@ -681,6 +668,20 @@ fn semtimedop_try(
         }
     };
     sleep_queued(a, s, waiter, first, (deadline, mark))
+}
+
+/// The end of a semop done by its caller: `otime`, then the sleepers its
+/// change may let proceed (`alter`). Object lock held.
+#[inline(always)]
+fn done(a: &Session, s: &SemSlot, sops: &[sembuf], alter: bool) -> SysResult<i32> {
+    s.otime.store(now(), Relaxed);
+    if alter {
+        // Our operation is done: a failure to complete the sleepers (no
+        // memory for a journal, a corrupt record) is not ours to report,
+        // and they are tried again at the next change.
+        let _ = update_queue(a, s, Some(sops));
+    }
+    Ok(0)
 }
 
 /// The sleep of a call [`semtimedop_try`] queued (record `waiter`, among
