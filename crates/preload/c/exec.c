@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 
 int __ipcns_c_execv(const char *, char *const[]);
@@ -23,7 +24,6 @@ int __ipcns_before_exec(void);
 void __ipcns_exec_failed(int frozen);
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
@@ -40,50 +40,101 @@ static void *next(void **slot, const char *name) {
 
 #define NEXT(type, name) ({ static void *slot_; (type) next(&slot_, name); })
 
-/* Runs `call` between the library's two hooks; ENOSYS if the C library has
- * no next definition. */
-#define AROUND(f, call)                             \
+extern char **environ;
+
+/* __ipcns_before_exec's bit: the process has a record; the new image's
+ * environment gets EXEC_MARK=PID first (ffi/exec.rs: EXEC_MARK). */
+#define MARK 4
+#define EXEC_MARK "IPCNS_EXEC_PID="
+/* An environment longer than this is passed unmarked (the new image then
+ * takes the record over at its first call, not before main): the copy is
+ * on the stack. */
+#define MARKED_MAX 1024
+
+/* The room a marked copy of `envp` needs (its entries, the mark and the
+ * NULL), or 0 when it is passed as it is. */
+static size_t room_for(int st, char *const envp[]) {
+    if (!(st & MARK))
+        return 0;
+    size_t n = 0;
+    while (envp && envp[n])
+        if (++n >= MARKED_MAX)
+            return 0;
+    return n + 2;
+}
+
+/* `envp` with `mark` (EXEC_MARK and this pid, written into it) first, in
+ * `out` (`room` entries), or `envp` itself when room is 0. */
+static char *const *marked(char *const envp[], char **out, size_t room, char *mark) {
+    if (room == 0)
+        return envp;
+    char digits[16];
+    int k = 0;
+    for (unsigned p = (unsigned) getpid(); k == 0 || p; p /= 10)
+        digits[k++] = (char) ('0' + p % 10);
+    size_t m = sizeof EXEC_MARK - 1;
+    memcpy(mark, EXEC_MARK, m);
+    while (k)
+        mark[m++] = digits[--k];
+    mark[m] = 0;
+    out[0] = mark;
+    for (size_t i = 1; i < room; i++)
+        out[i] = envp[i - 1];
+    out[room - 1] = NULL;
+    return out;
+}
+
+/* Runs `call` between the library's two hooks, with `env` (declared
+ * here) the environment `envp` marked if the process has a record; ENOSYS
+ * if the C library has no next definition. */
+#define AROUND(f, envp, env, call)                  \
     do {                                            \
         if (!(f)) {                                 \
             errno = ENOSYS;                         \
             return -1;                              \
         }                                           \
-        int frozen_ = __ipcns_before_exec();        \
+        int st_ = __ipcns_before_exec();            \
+        size_t room_ = room_for(st_, (envp));       \
+        char *copy_[room_ ? room_ : 1];             \
+        char mark_[sizeof EXEC_MARK + 16];          \
+        char *const *env = marked((envp), copy_, room_, mark_); \
         int r_ = (call);                            \
         int e_ = errno;                             \
-        __ipcns_exec_failed(frozen_);               \
+        __ipcns_exec_failed(st_);                   \
         errno = e_;                                 \
         return r_;                                  \
     } while (0)
 
 int __ipcns_c_execve(const char *path, char *const argv[], char *const envp[]) {
     execve_fn f = NEXT(execve_fn, "execve");
-    AROUND(f, f(path, argv, envp));
+    AROUND(f, envp, env, f(path, argv, env));
 }
 
+/* execv and execvp are execve and execvpe with `environ`, called so that
+ * the environment can be marked. */
 int __ipcns_c_execv(const char *path, char *const argv[]) {
-    execv_fn f = NEXT(execv_fn, "execv");
-    AROUND(f, f(path, argv));
+    execve_fn f = NEXT(execve_fn, "execve");
+    AROUND(f, environ, env, f(path, argv, env));
 }
 
 int __ipcns_c_execvp(const char *file, char *const argv[]) {
-    execv_fn f = NEXT(execv_fn, "execvp");
-    AROUND(f, f(file, argv));
+    execve_fn f = NEXT(execve_fn, "execvpe");
+    AROUND(f, environ, env, f(file, argv, env));
 }
 
 int __ipcns_c_execvpe(const char *file, char *const argv[], char *const envp[]) {
     execve_fn f = NEXT(execve_fn, "execvpe");
-    AROUND(f, f(file, argv, envp));
+    AROUND(f, envp, env, f(file, argv, env));
 }
 
 int __ipcns_c_fexecve(int fd, char *const argv[], char *const envp[]) {
     fexecve_fn f = NEXT(fexecve_fn, "fexecve");
-    AROUND(f, f(fd, argv, envp));
+    AROUND(f, envp, env, f(fd, argv, env));
 }
 
 int __ipcns_c_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
     execveat_fn f = NEXT(execveat_fn, "execveat");
-    AROUND(f, f(dirfd, path, argv, envp, flags));
+    AROUND(f, envp, env, f(dirfd, path, argv, env, flags));
 }
 
 /* The number of arguments from `arg` to the terminating NULL (included),

@@ -181,6 +181,7 @@ pub fn resolve_all() {
         &FCNTL64,
         &UNSHARE,
         &WAIT4,
+        &EXIT,
         &WAITID,
         &PWRITE,
         &PWRITE64,
@@ -366,6 +367,7 @@ pub fn unset_env(key: &str) {
 
 pub static UNSHARE: Next = Next::new(c"unshare");
 pub static WAIT4: Next = Next::new(c"wait4");
+pub static EXIT: Next = Next::new(c"_exit");
 pub static WAITID: Next = Next::new(c"waitid");
 
 /// The signal calls whose handlers are wrapped (`ffi/signals.rs`).

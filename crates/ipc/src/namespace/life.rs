@@ -92,6 +92,28 @@ pub fn before_exec(ns: Option<&Namespace>) -> bool {
     frozen
 }
 
+/// Whether the calling process has a record in `ns` (undo entries or
+/// attachments a new program image must take over at once: the exec
+/// family marks the new image's environment so that it does, see the C
+/// ABI's `ffi/exec.rs`). False in a child that shares its parent's memory
+/// (vfork): it has no record of its own before its exec.
+pub fn holds_record(ns: &Namespace) -> bool {
+    if !gate::owns_memory() {
+        return false;
+    }
+    let pid = crate::sys::process::getpid();
+    let start = crate::lock::own_start();
+    crate::lock::with_limit(EXIT_LOCKS, || crate::proc::find(ns.arena(), pid, start))
+        .is_ok_and(|r| r.is_some())
+}
+
+/// Whether the calling thread runs in its own process's memory (not a
+/// vfork child's, borrowed from its parent): only then may it finish the
+/// process's record at an `_exit`.
+pub fn owns_memory() -> bool {
+    gate::owns_memory()
+}
+
 /// The execve announced by [`before_exec`] failed: the process goes on.
 pub fn exec_failed(frozen: bool) {
     if frozen {

@@ -66,14 +66,43 @@ exported_from_c! {
     execle => __ipcns_c_execle,
 }
 
-/// Called by `c/exec.c` before an exec: whether the process was frozen.
+/// Called by `c/exec.c` before an exec: bit 0, the process was frozen
+/// (thaw it if the exec fails); bit 1, the fault signals were taken over
+/// (give them back if it fails); bit 2 ([`MARK`]), the process has a
+/// record, so the new image must find it at once: its environment gets
+/// [`EXEC_MARK`]`=PID` first, and the library, loaded into it, takes the
+/// record over before `main` (the old image's attachments dropped, as the
+/// kernel drops them at the exec; the undo entries applied at its `exit`
+/// even if it never calls System V IPC itself).
 #[unsafe(no_mangle)]
 pub extern "C" fn __ipcns_before_exec() -> c_int {
     std::panic::catch_unwind(|| {
         let faults = super::signals::before_exec();
-        c_int::from(ipcns_core::life::before_exec(state::opened())) | (c_int::from(faults) << 1)
+        let ns = state::opened();
+        let frozen = ipcns_core::life::before_exec(ns);
+        let mark = ns.is_some_and(ipcns_core::life::holds_record);
+        c_int::from(frozen) | (c_int::from(faults) << 1) | if mark { MARK } else { 0 }
     })
     .unwrap_or(0)
+}
+
+/// [`__ipcns_before_exec`]'s bit: mark the new image's environment.
+const MARK: c_int = 4;
+
+/// The variable that tells a new program image that its process has a
+/// record (its value: the process's pid, so that a process it starts,
+/// which inherits the variable, ignores it). Removed from the environment
+/// by the image that finds it. `c/exec.c` spells it too.
+pub const EXEC_MARK: &str = "IPCNS_EXEC_PID";
+
+/// At load: whether an exec marked this image (see [`__ipcns_before_exec`]);
+/// the mark is removed from the environment either way.
+pub fn exec_marked() -> bool {
+    let Some(v) = std::env::var_os(EXEC_MARK) else {
+        return false;
+    };
+    next::unset_env(EXEC_MARK);
+    v.to_str().and_then(|v| v.parse::<i32>().ok()) == Some(ipcns_sys::process::getpid())
 }
 
 /// Called by `c/exec.c` when the exec returned (it failed), with what
@@ -90,14 +119,82 @@ pub extern "C" fn __ipcns_exec_failed(frozen: c_int) {
 ///
 /// # Safety
 /// As the program's own call.
-pub unsafe fn syscall_exec(n: c_long, a: [c_long; 6]) -> c_long {
-    let frozen = __ipcns_before_exec();
-    // SAFETY: the program's own system call, forwarded unchanged.
+pub unsafe fn syscall_exec(n: c_long, mut a: [c_long; 6]) -> c_long {
+    let st = __ipcns_before_exec();
+    // The environment, marked as `c/exec.c` marks it (on the stack: an
+    // exec may come from a vfork child; a longer one goes unmarked).
+    let which = if n == libc::SYS_execveat { 3 } else { 2 };
+    let mut copy = [core::ptr::null::<core::ffi::c_char>(); MARKED_MAX];
+    let mut mark = [0u8; 40];
+    if st & MARK != 0 {
+        // SAFETY: the program's environment array, NULL-terminated as
+        // execve requires (or NULL: none).
+        if let Some(env) = unsafe { marked(a[which] as *const *const _, &mut copy, &mut mark) } {
+            a[which] = env as c_long;
+        }
+    }
+    // SAFETY: the program's own system call, its environment marked.
     let r = unsafe { next::call_syscall(n, a) };
     let e = next::errno();
-    __ipcns_exec_failed(frozen);
+    __ipcns_exec_failed(st);
     next::set_errno(e);
     r
+}
+
+/// Room for a marked environment on the stack (`c/exec.c`: MARKED_MAX).
+const MARKED_MAX: usize = 1024;
+
+/// `envp` with `EXEC_MARK=PID` first, copied into `out` (the mark written
+/// into `mark`), or None when it does not fit.
+///
+/// # Safety
+/// `envp` is NULL or a NULL-terminated array of pointers.
+unsafe fn marked(
+    envp: *const *const core::ffi::c_char,
+    out: &mut [*const core::ffi::c_char; MARKED_MAX],
+    mark: &mut [u8; 40],
+) -> Option<*const *const core::ffi::c_char> {
+    let text = format_mark(mark);
+    out[0] = text;
+    let mut i = 0;
+    while !envp.is_null() {
+        // SAFETY: within the array, up to its NULL (the caller's promise).
+        let p = unsafe { *envp.add(i) };
+        if p.is_null() {
+            break;
+        }
+        *out.get_mut(i + 1).filter(|_| i + 2 < MARKED_MAX)? = p;
+        i += 1;
+    }
+    out[i + 1] = core::ptr::null();
+    Some(out.as_ptr())
+}
+
+/// Writes `EXEC_MARK=PID` and a NUL into `buf` without allocating.
+fn format_mark(buf: &mut [u8; 40]) -> *const core::ffi::c_char {
+    let mut w = 0;
+    for &b in EXEC_MARK.as_bytes().iter().chain(b"=") {
+        buf[w] = b;
+        w += 1;
+    }
+    let mut digits = [0u8; 12];
+    let mut k = 0;
+    let mut p = ipcns_sys::process::getpid().unsigned_abs();
+    loop {
+        digits[k] = b'0' + (p % 10) as u8;
+        k += 1;
+        p /= 10;
+        if p == 0 {
+            break;
+        }
+    }
+    while k > 0 {
+        k -= 1;
+        buf[w] = digits[k];
+        w += 1;
+    }
+    buf[w] = 0;
+    buf.as_ptr().cast()
 }
 
 /// After a wait returned `pid` with `status` (the wait status word): if

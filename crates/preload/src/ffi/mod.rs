@@ -240,6 +240,7 @@ pub unsafe extern "C" fn syscall(
             // SAFETY: the program's own system call, between the hooks.
             return unsafe { exec::syscall_exec(n, [a, b, c, d, e, f]) };
         }
+        libc::SYS_exit_group => exit_now(a as c_int),
         libc::SYS_wait4 | libc::SYS_waitid => {
             // SAFETY: the program's own system call, forwarded unchanged.
             let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
@@ -277,6 +278,13 @@ extern "C" fn on_load() {
     // fork by itself (`cred.rs`). No handler of our own: its code, on a
     // page of its own, was a fault in every child.
     state::forked();
+    // An exec by a process with a record: this image takes it over now,
+    // before `main` (its predecessor's attachments dropped, as the kernel
+    // drops them at the exec), and so applies its undo entries at `exit`
+    // even if it never calls System V IPC itself.
+    if exec::exec_marked() {
+        let _ = std::panic::catch_unwind(state::namespace);
+    }
     std::panic::set_hook(Box::new(|info| {
         next::say(&format!(
             "ipcns: internal error ({info}); the call fails with {}\n",
@@ -296,6 +304,44 @@ extern "C" fn on_unload() {
             let _ = ns.exit_ending();
         }
     });
+}
+
+/// `void _exit(int status)`: what the kernel's exit path does for the
+/// process's System V IPC (its undo entries applied, its attachments
+/// dropped from `shm_nattch`, as at `exit`: see [`on_unload`]), then the
+/// C library's `_exit`. So a process that ends by `_exit` (a fork child's
+/// usual end) is finished before the kernel closes its descriptors and
+/// tells its parent, as on Linux. Nothing is done in a vfork child (its
+/// memory is its parent's).
+#[unsafe(no_mangle)]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    exit_now(status)
+}
+
+/// `void _Exit(int status)`: `_exit`'s other name.
+#[unsafe(no_mangle)]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    exit_now(status)
+}
+
+/// `_exit`, and `syscall(SYS_exit_group, status)`.
+fn exit_now(status: c_int) -> ! {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(ns) = state::opened()
+            && ipcns_core::life::owns_memory()
+        {
+            let _ = ns.exit_ending();
+        }
+    });
+    if let Some(f) = next::EXIT.get() {
+        // SAFETY: `_exit`'s prototype; it does not return.
+        let f = unsafe { core::mem::transmute::<usize, extern "C" fn(c_int) -> !>(f) };
+        f(status)
+    }
+    loop {
+        // SAFETY: exit_group takes no pointer and does not return.
+        unsafe { next::raw(libc::SYS_exit_group, [c_long::from(status), 0, 0, 0, 0, 0]) };
+    }
 }
 
 #[used]

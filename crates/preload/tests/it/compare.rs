@@ -92,6 +92,19 @@ fn processes() {
     differential("procs", "procs", false);
 }
 
+/// A process's end and its exec seen by another process right after EOF
+/// on a pipe the process held, or right after a line from its new image
+/// (never after waitpid): `_exit`, `_Exit` and `syscall(SYS_exit_group)`
+/// apply SEM_UNDO (sempid the dead process's) and drop attachments; an
+/// exec'd image that never calls System V IPC has its predecessor's
+/// attachment dropped before `main` and its undo applied at `exit`; the
+/// environment mark that arranges it is gone from the new image's
+/// environment; a vfork child's exec leaves its parent's attachment.
+#[test]
+fn deaths_seen_by_others() {
+    differential("deaths", "deaths", false);
+}
+
 /// First calls from sixteen threads at once, per-thread work on stack and
 /// heap buffers, 300 short-lived threads.
 #[test]
