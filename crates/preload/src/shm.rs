@@ -28,6 +28,25 @@ pub fn shmdt(shmaddr: usize) -> SysResult<i64> {
     with_caller(ns, |c| ns.shmdt(c, shmaddr)).map(i64::from)
 }
 
+/// `remap_file_pages(start, size, prot, pgoff, flags)` on an attachment
+/// of this image (what Linux does with a SysV mapping, `Namespace::
+/// remap_file_pages`); `None` for any other address or before the
+/// namespace is open (the process then has no attachment): the kernel's
+/// call answers.
+pub fn remap_file_pages(
+    start: usize,
+    size: usize,
+    prot: i32,
+    pgoff: usize,
+) -> Option<SysResult<i64>> {
+    let ns = crate::state::opened()?;
+    match with_caller(ns, |c| ns.remap_file_pages(c, start, size, prot, pgoff)) {
+        Ok(Some(r)) => Some(Ok(i64::from(r))),
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
 /// `shmctl(shmid, cmd, buf)`.
 ///
 /// ipc/shm.c `ksys_shmctl`: "if (cmd < 0 || shmid < 0) return -EINVAL;";

@@ -483,21 +483,10 @@ unsafe impl Shared for core::sync::atomic::AtomicU64 {}
 // SAFETY: as above.
 unsafe impl Shared for core::sync::atomic::AtomicI64 {}
 
-/// Maps `len` bytes of `file` MAP_SHARED at `addr` (0: anywhere; else
-/// exactly there, replacing what is mapped only if `replace`), for shmat.
-/// EEXIST when `addr` is taken and `replace` is false.
-pub fn map_segment(
-    file: &Fd,
-    len: usize,
-    addr: usize,
-    prot: i32,
-    replace: bool,
-) -> Result<usize, Errno> {
-    map_segment_at(file, 0, len, addr, prot, replace)
-}
-
-/// [`map_segment`] of the `len` bytes of `file` from offset `off` (page
-/// aligned).
+/// Maps the `len` bytes of `file` from offset `off` (page aligned)
+/// MAP_SHARED at `addr` (0: anywhere; else exactly there, replacing what
+/// is mapped only if `replace`), for shmat. EEXIST when `addr` is taken
+/// and `replace` is false.
 pub fn map_segment_at(
     file: &Fd,
     off: u64,

@@ -41,4 +41,34 @@ impl Namespace {
     pub fn shmdt(&self, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
         crate::shm::attach::shmdt(&self.session, cred, shmaddr)
     }
+
+    /// `remap_file_pages(start, size, prot, pgoff, flags)` when `start`
+    /// is in an attachment this process image mapped: what Linux does with
+    /// a SysV mapping (the attachment closed and opened again: EINVAL, the
+    /// range unmapped, when the segment is gone or was removed and this
+    /// was its last attachment; else the segment's pages from `pgoff`
+    /// mapped over the range). `None` for any other address, and for the
+    /// arguments the kernel refuses before it looks at the address (`prot`
+    /// not 0, a range or `pgoff` that wraps): the kernel's own call
+    /// answers those.
+    ///
+    /// remap_file_pages(2); mm/mmap.c `remap_file_pages`, ipc/shm.c
+    /// `shm_close`, `__shm_open`.
+    pub fn remap_file_pages(
+        &self,
+        cred: &Cred,
+        start: usize,
+        size: usize,
+        prot: i32,
+        pgoff: usize,
+    ) -> SysResult<Option<i32>> {
+        let (start, size) = (start & !4095, size & !4095);
+        if prot != 0
+            || start.checked_add(size).is_none_or(|end| end <= start)
+            || pgoff.checked_add(size >> 12).is_none()
+        {
+            return Ok(None);
+        }
+        crate::shm::attach::remap(&self.session, cred, start, size, pgoff)
+    }
 }

@@ -416,7 +416,8 @@ pub(crate) fn shmat(
         super::pool::reserve(a, shmid, range, len)?;
     }
     // The mapping first (shm_file's mmap), then the count.
-    let (mapped, len) = super::map_segment(a, &b, addr, rdonly, exec, shmflg & SHM_REMAP != 0)?;
+    let prot = super::prot_of(rdonly, exec);
+    let (mapped, len) = super::map_segment(a, &b, addr, prot, shmflg & SHM_REMAP != 0, None)?;
     let me = match a.me() {
         Ok(me) => me,
         Err(e) => {
@@ -506,6 +507,102 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
     uncount(a, off, cred.pid)?;
     forget(a, me, off)?;
     Ok(0)
+}
+
+/// `remap_file_pages(2)` on an attachment this image mapped: `start` and
+/// `size` page aligned, checked as the kernel checks them first (`prot`
+/// 0, no wrap of the range or of `pgoff`). `None` when `start` is in no
+/// attachment of this image: the kernel's answer stands.
+///
+/// Linux maps the attachment's file again over the range (`do_mmap` with
+/// MAP_FIXED, the range's protection, the segment's pages from `pgoff`):
+/// the old mapping's close (`shm_close`: dtime and lpid, and the
+/// segment's destruction if it was the last attachment of a removed one),
+/// then the new mapping's open (`__shm_open`: EINVAL if the segment is
+/// gone, the range left unmapped; else atime and lpid). The same here,
+/// with `pgoff` counted from the segment's first page, never from the
+/// start of the file that holds it (the pool's size table, another
+/// segment's range). Differences: a range past the segment's pages is
+/// EINVAL (Linux maps it, and a touch there is SIGBUS); a part of an
+/// attachment remapped leaves `shm_nattch` as it is (Linux counts the
+/// pieces its vma is split into).
+pub(crate) fn remap(
+    a: &Session,
+    cred: &Cred,
+    start: usize,
+    size: usize,
+    pgoff: usize,
+) -> SysResult<Option<i32>> {
+    let Some((at, len)) = super::mapped::containing(start) else {
+        return Ok(None);
+    };
+    let me = a.me()?;
+    let found = {
+        let _g = proc::lock(a)?;
+        list(a, proc::record(a, me)?).find(|&off| {
+            entry(a, off).is_ok_and(|e| {
+                e.addr.load(Relaxed) == at as u64 && e.state.load(Relaxed) != DETACHED
+            })
+        })
+    };
+    let Some(off) = found else {
+        return Ok(None);
+    };
+    // "if (start + size > vma->vm_end)": the next mapping is another
+    // file's (each shmat's own), so EINVAL.
+    if start.checked_add(size).is_none_or(|end| end > at + len) {
+        return Err(Errno::EINVAL);
+    }
+    let whole = start == at && size == len;
+    let e = entry(a, off)?;
+    let (idx, generation) = (e.idx.load(Relaxed), e.generation.load(Relaxed));
+    let f = registry::obtain_idx::<ShmKind>(a, idx)
+        .ok()
+        .filter(|f| f.generation == generation);
+    let gone = |a: &Session| -> SysResult<Option<i32>> {
+        // The old mapping closed (the segment's destruction if it was the
+        // last attachment of a removed one), the new one refused: the
+        // range is left unmapped.
+        if whole {
+            let _ = super::mapped::take(at);
+            super::unmap(at, len);
+            uncount(a, off, cred.pid)?;
+            forget(a, me, off)?;
+        } else {
+            super::unmap(start, size);
+        }
+        Err(Errno::EINVAL)
+    };
+    let Some(f) = f else {
+        return gone(a);
+    };
+    let s = f.slot;
+    {
+        let _g = locked!(lock_object::<ShmKind>(a, s));
+        if still_valid(&f).is_err() {
+            drop(_g);
+            return gone(a);
+        }
+        let last = s.nattch.load(Relaxed) <= 1 && e.state.load(Relaxed) == COUNTED;
+        if whole && last && s.head.mode.load(Relaxed) & abi::SHM_DEST != 0 {
+            drop(_g);
+            return gone(a);
+        }
+        // shm_close, then __shm_open: both name this process.
+        let t = now();
+        s.dtime.store(t, Relaxed);
+        s.atime.store(t, Relaxed);
+        s.lpid.store(cred.pid, Relaxed);
+    }
+    // Mapped again even where the pages would be the segment's own: an
+    // earlier remap may have put others there.
+    let from = (pgoff as u64).checked_mul(4096).ok_or(Errno::EINVAL)?;
+    let id = a.layout().make_id(s.head.seq.load(Relaxed), idx);
+    let mut b = super::Backing::of(s)?;
+    b.settle(a, id).map_err(|_| Errno::EINVAL)?;
+    let prot = super::prot_at(start).unwrap_or(libc::PROT_READ);
+    super::map_segment(a, &b, start, prot, true, Some((from, size)))?;
+    Ok(Some(0))
 }
 
 /// Repairs the segment's attachment journal as its lock's repair.

@@ -77,6 +77,24 @@ pub fn take(addr: usize) -> Option<usize> {
     None
 }
 
+/// The attachment this image mapped that holds `addr`: its address and
+/// length.
+pub fn containing(addr: usize) -> Option<(usize, usize)> {
+    for (w, word) in USED.iter().enumerate() {
+        let mut bits = word.load(Relaxed);
+        while bits != 0 {
+            let k = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let a = ADDR[k].load(Acquire);
+            let len = LEN[k].load(Relaxed);
+            if a > BUSY && a <= addr && addr - a < len {
+                return Some((a, len));
+            }
+        }
+    }
+    None
+}
+
 /// Forgets the attachments lying inside `[start, end)` (a SHM_REMAP
 /// mapping replaced them).
 pub fn forget_inside(start: usize, end: usize) {

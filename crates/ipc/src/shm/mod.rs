@@ -96,42 +96,71 @@ impl Backing {
     }
 }
 
-/// Maps segment `b` for shmat: read-only or not, executable or not, at
+/// The protection of an attachment: read, and write unless read-only,
+/// and execute with SHM_EXEC.
+pub(crate) fn prot_of(rdonly: bool, exec: bool) -> i32 {
+    libc::PROT_READ
+        | if rdonly { 0 } else { libc::PROT_WRITE }
+        | if exec { libc::PROT_EXEC } else { 0 }
+}
+
+/// Maps segment `b` for shmat with protection `prot` ([`prot_of`]), at
 /// `addr` (0: anywhere), replacing what is there only with SHM_REMAP.
 /// Errors as do_shmat's mmap gives them: EINVAL for a taken address
 /// without SHM_REMAP, ENOMEM otherwise. Returns the address and the
 /// length mapped.
+///
+/// `part`: `Some((off, len))` maps only the `len` bytes from `off` of the
+/// segment (page aligned, inside its mapped length: EINVAL otherwise) at
+/// `addr`, over what is there (`remap_file_pages`).
 pub(crate) fn map_segment(
     a: &Session,
     b: &Backing,
     addr: usize,
-    rdonly: bool,
-    exec: bool,
+    prot: i32,
     remap: bool,
+    part: Option<(u64, usize)>,
 ) -> Result<(usize, usize), Errno> {
-    let prot = libc::PROT_READ
-        | if rdonly { 0 } else { libc::PROT_WRITE }
-        | if exec { libc::PROT_EXEC } else { 0 };
     let map_error = |e| match e {
         Errno::EEXIST => Errno::EINVAL,
         Errno::EACCES | Errno::EPERM => Errno::EACCES,
         _ => Errno::ENOMEM,
     };
+    // The window of the segment mapped: all of it, or the part asked for
+    // if the segment holds it.
+    let window = |whole: usize| -> Result<(u64, usize), Errno> {
+        match part {
+            None => Ok((0, whole)),
+            Some((off, len))
+                if off
+                    .checked_add(len as u64)
+                    .is_some_and(|e| e <= whole as u64) =>
+            {
+                Ok((off, len))
+            }
+            Some(_) => Err(Errno::EINVAL),
+        }
+    };
     if let Some(range) = b.pool {
         // The size settled from the pool's table (`Backing::settle`): the
         // range holds it, whatever the record says.
-        let len = b
+        let whole = b
             .map_len()
             .filter(|&l| l <= pool::MAX_POOLED)
             .and_then(|l| usize::try_from(l).ok())
             .ok_or(Errno::EIDRM)?;
-        let mapped = pool::map(a, range, len, addr, prot, remap).map_err(|e| match e {
+        let (off, len) = window(whole)?;
+        let mapped = pool::map(a, range + off, len, addr, prot, remap).map_err(|e| match e {
             Errno::EIDRM | Errno::ENOMEM => e,
             e => map_error(e),
         })?;
         return Ok((mapped, len));
     }
-    let access = if rdonly { libc::O_RDONLY } else { libc::O_RDWR };
+    let access = if prot & libc::PROT_WRITE == 0 {
+        libc::O_RDONLY
+    } else {
+        libc::O_RDWR
+    };
     let file = match &b.huge {
         Some(h) => {
             // hugetlb_get_unmapped_area -> prepare_hugepage_range: "if (addr
@@ -174,19 +203,62 @@ pub(crate) fn map_segment(
         return Err(Errno::EIDRM);
     }
     let on_file = m.size;
-    let len = match &b.huge {
+    let whole = match &b.huge {
         Some(_) => b.map_len(),
         None => on_file.checked_next_multiple_of(4096),
     }
     .and_then(|l| usize::try_from(l).ok())
     .ok_or(Errno::ENOMEM)?;
-    let need = if b.huge.is_some() { len as u64 } else { b.size };
+    let need = if b.huge.is_some() {
+        whole as u64
+    } else {
+        b.size
+    };
     if on_file < need {
         return Err(Errno::EIDRM);
     }
+    let (off, len) = window(whole)?;
+    if let (Some(h), Some(_)) = (&b.huge, part)
+        && !(off.is_multiple_of(h.page()) && (len as u64).is_multiple_of(h.page()))
+    {
+        return Err(Errno::EINVAL);
+    }
     let mapped =
-        crate::arena::map::map_segment(&file, len, addr, prot, remap).map_err(map_error)?;
+        crate::arena::map::map_segment_at(&file, off, len, addr, prot, remap).map_err(map_error)?;
     Ok((mapped, len))
+}
+
+/// The protection of the mapping at `addr`, as `/proc/self/maps` shows it
+/// (what `remap_file_pages` maps again with).
+pub(crate) fn prot_at(addr: usize) -> Option<i32> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|l| {
+        let (range, rest) = l.split_once(' ')?;
+        let (lo, hi) = range.split_once('-')?;
+        let (lo, hi) = (
+            usize::from_str_radix(lo, 16).ok()?,
+            usize::from_str_radix(hi, 16).ok()?,
+        );
+        if !(lo..hi).contains(&addr) {
+            return None;
+        }
+        let p = rest.as_bytes();
+        Some(
+            if p.first() == Some(&b'r') {
+                libc::PROT_READ
+            } else {
+                0
+            } | if p.get(1) == Some(&b'w') {
+                libc::PROT_WRITE
+            } else {
+                0
+            } | if p.get(2) == Some(&b'x') {
+                libc::PROT_EXEC
+            } else {
+                0
+            },
+        )
+    })
 }
 
 /// Unmaps an attachment of `len` bytes (as [`map_segment`] mapped) at

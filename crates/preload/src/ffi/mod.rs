@@ -184,6 +184,45 @@ pub extern "C" fn shmctl(shmid: c_int, cmd: c_int, buf: *mut c_void) -> c_int {
     ret_int(guard(|| shm::shmctl(shmid, cmd, buf as usize)))
 }
 
+/// `int remap_file_pages(void *addr, size_t size, int prot, size_t pgoff,
+/// int flags)`: on an attachment, what Linux does with a SysV mapping
+/// (`shm::remap_file_pages`); anywhere else the kernel's call.
+#[unsafe(no_mangle)]
+pub extern "C" fn remap_file_pages(
+    addr: *mut c_void,
+    size: usize,
+    prot: c_int,
+    pgoff: usize,
+    flags: c_int,
+) -> c_int {
+    remap(addr as usize, size, prot, pgoff, flags) as c_int
+}
+
+/// [`remap_file_pages`] and its `syscall` form: the C convention.
+fn remap(addr: usize, size: usize, prot: c_int, pgoff: usize, flags: c_int) -> c_long {
+    let ours = std::panic::catch_unwind(|| shm::remap_file_pages(addr, size, prot, pgoff))
+        .unwrap_or(Some(Err(PANICKED)));
+    match ours {
+        Some(r) => ret_long(word(r)),
+        None => {
+            let a = [
+                addr as c_long,
+                size as c_long,
+                c_long::from(prot),
+                pgoff as c_long,
+            ];
+            // SAFETY: the program's own system call, forwarded unchanged
+            // (it takes no pointer it dereferences).
+            unsafe {
+                next::call_syscall(
+                    libc::SYS_remap_file_pages,
+                    [a[0], a[1], a[2], a[3], c_long::from(flags), 0],
+                )
+            }
+        }
+    }
+}
+
 /// `long syscall(long number, ...)`: the twelve System V IPC numbers are
 /// served here, with the system calls' argument types (an `int` is the
 /// low 32 bits of its word, `nsops` an `unsigned int`); the credential
@@ -241,6 +280,9 @@ pub unsafe extern "C" fn syscall(
             return unsafe { exec::syscall_exec(n, [a, b, c, d, e, f]) };
         }
         libc::SYS_exit_group => exit_now(a as c_int),
+        libc::SYS_remap_file_pages => {
+            return remap(a as usize, b as usize, c as c_int, d as usize, e as c_int);
+        }
         libc::SYS_wait4 | libc::SYS_waitid => {
             // SAFETY: the program's own system call, forwarded unchanged.
             let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };

@@ -105,6 +105,17 @@ fn deaths_seen_by_others() {
     differential("deaths", "deaths", false);
 }
 
+/// remap_file_pages on attachments: the segment's own pages from pgoff
+/// (never the pool file's table or another segment's range), atime,
+/// dtime and lpid as the attachment's close and open set them, EINVAL and
+/// the range unmapped for the last attachment of a removed segment (LTP's
+/// shmctl05), the kernel's answers for refused arguments and other
+/// mappings.
+#[test]
+fn remap_file_pages() {
+    differential("remap", "remap", false);
+}
+
 /// First calls from sixteen threads at once, per-thread work on stack and
 /// heap buffers, 300 short-lived threads.
 #[test]
