@@ -137,12 +137,25 @@ fn from_fd() -> Option<Namespace> {
     let hint = std::env::var_os("IPCNS_DIR")
         .filter(|d| !d.is_empty())
         .and_then(|_| namespace::path_of(&namespace::default_name()).ok());
-    match crate::next::dup_cloexec(fd) {
+    let ns = match crate::next::dup_cloexec(fd) {
         Some(owned) => Namespace::open_fd(owned, hint.as_deref()).ok(),
         // Not open (EBADF at the first call on it), or no room for a
         // duplicate: in place.
         None => Namespace::open_fd_in_place(fd, hint.as_deref()).ok(),
+    }?;
+    // The segment pool `ipcns run` handed down with the arena: reachable
+    // through it even by a process that may not open it by its path (one
+    // that changed uid, in a namespace not created shared). Duplicated
+    // (close-on-exec); the number stays the program's, for the programs it
+    // starts.
+    if let Some(pool) = std::env::var("IPCNS_POOL_FD")
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .and_then(crate::next::dup_cloexec)
+    {
+        ns.adopt_pool(pool);
     }
+    Some(ns)
 }
 
 /// Arranges that in a fork child a choice another parent thread was

@@ -6,7 +6,7 @@
 //! default `/dev/shm/ipcns-UID`) as `ipcns.unshare-PID-RANDOM`, mode 0600,
 //! and published as the process's namespace (`state::switch`; the old one
 //! stays mapped, so a call in flight on another thread ends there). The
-//! environment is updated (`IPCNS_DIR`, `IPCNS`; `IPCNS_FD` removed) so
+//! environment is updated (`IPCNS_DIR`, `IPCNS`; `IPCNS_FD` and `IPCNS_POOL_FD` removed) so
 //! that exec'd programs stay in it; forked children inherit it with the
 //! memory. `setenv` is not thread safe: a thread reading the environment
 //! meanwhile may see it torn, as with any `setenv` (glibc's rule).
@@ -53,5 +53,6 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
     crate::next::set_env("IPCNS_DIR", dir.as_os_str().as_encoded_bytes());
     crate::next::set_env("IPCNS", name.as_bytes());
     crate::next::unset_env("IPCNS_FD");
+    crate::next::unset_env("IPCNS_POOL_FD");
     Ok(())
 }

@@ -203,6 +203,13 @@ impl Fd {
         .map(drop)
     }
 
+    /// `fcntl(fd, F_GETFL) & O_ACCMODE`: O_RDONLY, O_WRONLY or O_RDWR.
+    pub fn access_mode(&self) -> Result<i32, Errno> {
+        // SAFETY: fcntl takes integers only here.
+        unsafe { syscall3(libc::SYS_fcntl, self.0 as usize, libc::F_GETFL as usize, 0) }
+            .map(|f| f as i32 & libc::O_ACCMODE)
+    }
+
     /// `fstat(fd)` (statx with `AT_EMPTY_PATH`).
     pub fn stat(&self) -> Result<Stat, Errno> {
         statx_fd(self.0)

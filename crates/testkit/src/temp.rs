@@ -21,7 +21,12 @@ impl TempDir {
     /// usual 022). What a process that had the same id left under the name
     /// is removed first.
     pub fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
+        TempDir::new_in(&std::env::temp_dir(), name)
+    }
+
+    /// [`TempDir::new`] in `base` (`/dev/shm` for a test that needs tmpfs).
+    pub fn new_in(base: &Path, name: &str) -> TempDir {
+        let dir = base.join(format!(
             "{name}.{}.{}",
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)

@@ -55,8 +55,9 @@ calls work on an ipcns namespace instead of the kernel's.
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
 (cargo build --release -p ipcns-preload). PROGRAM gets LD_PRELOAD, IPCNS,
 IPCNS_DIR, IPCNS_FD (the arena file, open read-write and inherited, so a
-descendant that changes uid or clears its environment stays in the namespace)
-and, for a shared namespace, IPCNS_SHARED=1.
+descendant that changes uid or clears its environment stays in the namespace),
+IPCNS_POOL_FD (the segment pool, likewise, so that it still reaches the
+segments) and, for a shared namespace, IPCNS_SHARED=1.
 ipcns run is the child subreaper of everything PROGRAM starts: it reaps orphans
 and cleans up after descendants that die without exiting (SIGKILL: SEM_UNDO
 applied, attachments dropped). It forwards HUP INT QUIT TERM USR1 USR2 ALRM
@@ -271,10 +272,20 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         .env("IPCNS", &t.name)
         .env("IPCNS_DIR", &t.dir)
         .env("IPCNS_FD", fd.as_raw_fd().to_string());
+    // The segment pool too, if it can be had (made now if missing): a
+    // descendant that changed uid reaches the segments through it.
+    let pool = ns.pool_dup().ok();
+    if let Some(p) = &pool {
+        cmd.env("IPCNS_POOL_FD", p.as_raw_fd().to_string());
+    }
     if t.shared || ns.shared() {
         cmd.env("IPCNS_SHARED", "1");
     }
-    sys::prepare(&mut cmd, fd.as_raw_fd(), filter)?;
+    let inherited: Vec<i32> = [Some(fd.as_raw_fd()), pool.as_ref().map(|p| p.as_raw_fd())]
+        .into_iter()
+        .flatten()
+        .collect();
+    sys::prepare(&mut cmd, inherited, filter)?;
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -296,6 +307,7 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         }
     };
     drop(fd);
+    drop(pool);
     let pid = child.id() as i32;
     // Never waited through `child`: the loop reaps every child by pid.
     drop(child);

@@ -254,6 +254,7 @@ pub fn text(opts: &Options) -> anyhow::Result<(String, bool)> {
     let _ = writeln!(t, "  IPCNS={}", tg.name);
     let _ = writeln!(t, "  IPCNS_DIR={}", tg.dir.display());
     t.push_str("  IPCNS_FD=N (a descriptor open read-write on the arena, inherited)\n");
+    t.push_str("  IPCNS_POOL_FD=N (one on the segment pool, likewise)\n");
     if shared {
         t.push_str("  IPCNS_SHARED=1\n");
     }

@@ -134,16 +134,18 @@ pub fn in_own_group(pid: i32) -> bool {
 
 /// Prepares `cmd`'s child, between fork and exec: its signal mask emptied
 /// (it inherits ours, which blocks the forwarded signals; std resets
-/// SIGPIPE's disposition but not the mask), the descriptor `fd` loses
+/// SIGPIPE's disposition but not the mask), the descriptors `fds` lose
 /// `FD_CLOEXEC` (`fcntl(F_SETFD, 0)`) so that the program inherits it,
 /// and `filter`, if any, is installed.
-pub fn prepare(cmd: &mut Command, fd: RawFd, filter: Option<Filter>) -> io::Result<()> {
+pub fn prepare(cmd: &mut Command, fds: Vec<RawFd>, filter: Option<Filter>) -> io::Result<()> {
     let empty = SigSet::of(&[])?;
     let hook = move || {
         signal::sigprocmask(libc::SIG_SETMASK, Some(&empty.0), None)?;
-        // The descriptor is the parent's (the child's copy is closed by
-        // exec or kept by it, never here).
-        Fd::with_raw(fd, |f| f.set_cloexec(false))?;
+        // The descriptors are the parent's (the child's copies are closed
+        // by exec or kept by it, never here).
+        for &fd in &fds {
+            Fd::with_raw(fd, |f| f.set_cloexec(false))?;
+        }
         if let Some(f) = &filter {
             seccomp::install(f)?;
         }

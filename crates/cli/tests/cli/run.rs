@@ -532,11 +532,13 @@ fn a_descendant_killed_by_sigkill_gets_its_undo_applied_when_reaped() {
 #[test]
 fn a_private_namespace_is_removed_at_the_end_unless_kept_or_in_use() {
     let r = Run::new("private");
+    // The arenas (each with its segment directory, `NAME.d`, which ipcns
+    // run makes with the segment pool it hands down).
     let arenas = || -> Vec<String> {
         r.dir
             .entries()
             .into_iter()
-            .filter(|e| e.starts_with("ipcns."))
+            .filter(|e| e.starts_with("ipcns.") && !e.ends_with(".d"))
             .collect()
     };
     // Fresh: another name each run, nothing left.
@@ -578,6 +580,7 @@ fn a_private_namespace_is_removed_at_the_end_unless_kept_or_in_use() {
         )
     );
     std::fs::remove_file(r.path().join(format!("ipcns.{name}"))).unwrap();
+    let _ = std::fs::remove_dir_all(r.path().join(format!("ipcns.{name}.d")));
     // Kept while a process the program started still runs.
     let o = r.sh(&["--private"], "sleep 30 >/dev/null 2>&1 & echo $! $IPCNS");
     let out = text(&o.stdout);

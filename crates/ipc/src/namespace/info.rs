@@ -31,6 +31,44 @@ impl Namespace {
             .map_err(|e| std::io::Error::from_raw_os_error(e.0))
     }
 
+    /// A descriptor (close-on-exec) on the namespace's segment pool
+    /// (`shm/pool.rs`), open read-write, the pool made if it is missing.
+    /// `ipcns run` hands it down with the arena's (`IPCNS_POOL_FD`), so
+    /// that a descendant that changed uid, which may not open the pool by
+    /// its path in a namespace not created shared, still makes, attaches
+    /// and removes segments as their permissions allow: the segments are
+    /// reachable through the descriptors, as the kernel's are through the
+    /// IPC namespace.
+    #[doc(hidden)]
+    pub fn pool_dup(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        crate::arena::open_pool(self.path(), self.arena().id(), true)
+            .map(|(f, _)| f.into())
+            .map_err(|e| std::io::Error::from_raw_os_error(e.0))
+    }
+
+    /// Takes `fd` (a descriptor [`Namespace::pool_dup`] made, inherited)
+    /// as this process's descriptor on the segment pool, if it looks like
+    /// this namespace's pool: a regular file of the pool's size, on the
+    /// arena's file system, owned by the arena's owner. Whether it was
+    /// taken (else it is closed). One the process opened itself already
+    /// stays.
+    #[doc(hidden)]
+    pub fn adopt_pool(&self, fd: std::os::fd::OwnedFd) -> bool {
+        use std::os::fd::IntoRawFd;
+        #[allow(unsafe_code)]
+        // SAFETY: the descriptor is ours alone (owned): it moves into `f`.
+        let f = unsafe { crate::sys::Fd::from_raw(fd.into_raw_fd()) };
+        let am = self.arena().id();
+        let Ok(m) = f.stat() else {
+            return false;
+        };
+        if !m.is_file() || m.size != crate::arena::POOL_SIZE || m.dev != am.dev || m.uid != am.uid {
+            return false;
+        }
+        let writable = f.access_mode() == Ok(libc::O_RDWR);
+        crate::shm::pool::adopt(&self.session, f, m.ino, writable)
+    }
+
     /// Whether the namespace was created shared (its creation mode gave
     /// group or other permission): other users may then attach to it when
     /// they ask for [`crate::Access::Shared`]. Fixed at creation.

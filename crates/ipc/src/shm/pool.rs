@@ -162,6 +162,25 @@ fn handle(a: &Session, write: bool, check: bool) -> Result<Handle, Errno> {
     Ok(h)
 }
 
+/// Makes `f` (a descriptor on the pool with inode `ino`, checked by the
+/// caller) the session's, if it has none yet. Whether it was taken (else
+/// it is closed).
+pub(crate) fn adopt(a: &Session, f: Fd, ino: u64, writable: bool) -> bool {
+    let raw = f.into_raw();
+    let w = Handle::encode(raw, ino, writable);
+    if a.shm_pool()
+        .word
+        .compare_exchange(0, w, AcqRel, Acquire)
+        .is_ok()
+    {
+        return true;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: `raw` came from `f`, ours alone, and was given to nobody.
+    drop(unsafe { Fd::from_raw(raw) });
+    false
+}
+
 /// The pool's descriptor, checked and open for writing, if shmget may put
 /// a segment of `size` bytes in it (for [`carve`]).
 pub(crate) fn available(a: &Session, size: u64) -> Option<Handle> {

@@ -6,6 +6,8 @@ use crate::support::{
     text, through_lib,
 };
 use ipcns_core::{CreateOptions, Namespace};
+use std::os::fd::AsRawFd;
+use std::path::Path;
 
 /// Runs `tests/c/PROG.c` both ways and compares. `shared`: the library's
 /// namespace is made first with mode 0666 (see `credentials`).
@@ -150,9 +152,11 @@ fn fault_signals() {
 /// Credentials as of each call: seteuid, setgroups, raw setresuid,
 /// setfsuid, setresuid for good, a child of nobody. Needs root. The
 /// namespace is made shared (mode 0666): a process that drops to another
-/// uid opens its segments' files as that uid, and the files' permissions
-/// are the namespace's boundary (in a private namespace shmat then fails
-/// with EACCES, where the kernel would attach).
+/// uid opens the namespace's files by their paths as that uid, and the
+/// files' permissions are the namespace's boundary (in a private namespace
+/// reached by its path shmat then fails with EACCES, where the kernel
+/// would attach; through `ipcns run`'s descriptors it does not:
+/// `uid_change_through_the_descriptors`).
 #[test]
 fn credentials() {
     if !is_root() {
@@ -160,6 +164,69 @@ fn credentials() {
         return;
     }
     differential("creds", "creds", true);
+}
+
+/// A child that changes uid and execs, in a private namespace (mode
+/// 0600) it reaches only through the descriptors `ipcns run` hands down
+/// (`IPCNS_FD`, `IPCNS_POOL_FD`, made here as `ipcns run` makes them):
+/// it attaches, makes and removes segments, takes a semaphore and makes a
+/// queue as the objects' permissions allow, as in a kernel IPC namespace.
+/// Needs root.
+#[test]
+fn uid_change_through_the_descriptors() {
+    let test = "uid_change_through_the_descriptors";
+    if !is_root() {
+        skip(test, "setuid needs root");
+        return;
+    }
+    if !cc_or_skip(test) {
+        return;
+    }
+    // On tmpfs, where the segment pool can be made (a sparse file of
+    // 2^63 bytes), as in ipcns run's default directory.
+    let s = ipcns_testkit::TempDir::new_in(Path::new("/dev/shm"), "ipcns-preload-uidfd");
+    let bin = compile("uidfd", s.path(), &[]);
+    // The program runs as nobody after its exec: its directory must let
+    // it through.
+    let exe = std::env::temp_dir().join(format!("ipcns-uidfd-{}", std::process::id()));
+    std::fs::copy(&bin, &exe).expect("copy the program");
+    let ns = Namespace::create_at(
+        &s.path().join("ipcns.t"),
+        CreateOptions {
+            mode: 0o600,
+            ..CreateOptions::default()
+        },
+    )
+    .expect("create the namespace");
+    let fd = ns.file_dup().expect("the arena's descriptor");
+    let pool = ns.pool_dup().expect("the pool's descriptor");
+    for d in [&fd, &pool] {
+        ipcns_sys::Fd::with_raw(d.as_raw_fd(), |f| f.set_cloexec(false))
+            .expect("hand the descriptor down");
+    }
+    let (fd_s, pool_s) = (fd.as_raw_fd().to_string(), pool.as_raw_fd().to_string());
+    let kernel = kernel_or_skip(test);
+    let ours = through_lib(
+        &exe,
+        s.path(),
+        "t",
+        &[("IPCNS_FD", &fd_s), ("IPCNS_POOL_FD", &pool_s)],
+        kernel,
+    );
+    let (out, _) = split_dump(&text(&ours.stdout));
+    assert!(
+        ours.status.success(),
+        "{test}: through libipcns.so: {}\n{out}\n{}",
+        ours.status,
+        text(&ours.stderr)
+    );
+    assert_eq!(text(&ours.stderr), "", "{test}: the library said something");
+    if kernel {
+        let k = on_kernel(&exe);
+        assert!(k.status.success(), "{test}: on the kernel: {}", k.status);
+        same_lines(test, &text(&k.stdout), &out);
+    }
+    let _ = std::fs::remove_file(&exe);
 }
 
 /// unshare(CLONE_NEWIPC), its `syscall` form and a fork-like
