@@ -211,6 +211,26 @@ pub fn note_signal() {
     with_found(Slot::note);
 }
 
+/// Set once the process says that every signal handler it has calls
+/// [`note_signal`] first.
+static HANDLERS_NOTE: AtomicBool = AtomicBool::new(false);
+
+/// Says that every signal handler of this process calls [`note_signal`]
+/// first (the C ABI wraps the program's handlers so; a Rust program whose
+/// own handlers do may say so too). A sleeper may then also wait for the
+/// deaths that could complete it (`futex_waitv` on the death words of its
+/// set's SEM_UNDO holders: `wait.rs`), a wait that a handler under
+/// SA_RESTART does not end by itself, as it ends a FUTEX_WAIT with a
+/// timeout (EINTR): only the handler's note ends it.
+pub fn handlers_note_signals() {
+    HANDLERS_NOTE.store(true, Relaxed);
+}
+
+/// Whether [`handlers_note_signals`] was said.
+pub fn handlers_noted() -> bool {
+    HANDLERS_NOTE.load(Relaxed)
+}
+
 /// The calling thread's counter as a call starts.
 #[derive(Clone, Copy)]
 pub struct Mark {

@@ -97,6 +97,19 @@ pub fn lock(a: &Session) -> Result<Guard<'_>, Errno> {
     Ok(g)
 }
 
+/// Locks the table, giving up after `ns` whatever the call's bound: for a
+/// look taken inside an object's lock (the death words of a set's SEM_UNDO
+/// holders), which a participant keeping the table locked must not hold
+/// up, nor the object with it.
+pub fn lock_briefly(a: &Session, ns: u64) -> Result<Guard<'_>, Errno> {
+    let deadline = crate::sys::time::monotonic_ns().saturating_add(ns);
+    let mut g = procs(a).lock.lock_until_only(deadline)?;
+    if g.recovered() {
+        g.repaired();
+    }
+    Ok(g)
+}
+
 /// The table, checked against the heap. Procs lock held.
 pub fn table(a: &Session) -> Result<&[Proc], Errno> {
     let p = procs(a);
@@ -197,6 +210,8 @@ pub(crate) fn find_or_make(a: &Session, pid: i32, start: u64) -> Result<(u32, bo
         Some(i) => i as u32,
         None => grow(a)?,
     };
+    // No death page yet (a freed record's word may still be there).
+    record(a, i)?.spare[1].store(0, Relaxed);
     take(a, i, pid, start, LIVE)?;
     Ok((i, false))
 }
@@ -217,9 +232,56 @@ fn take(a: &Session, i: u32, pid: i32, start: u64, state: u32) -> Result<&Proc, 
     Ok(r)
 }
 
+/// `spare[1]` of a LIVE record holding its death page (`process/death.rs`):
+/// the page's offset with this tag in its top bits, which no time an
+/// UNBORN record keeps there (CLOCK_MONOTONIC ns, below 2^63) has.
+const DEATH_TAG: u64 = 0xdea7 << 48;
+
+/// Record `r`'s death page, if `spare[1]` names one (page aligned).
+pub(crate) fn death_page(r: &Proc) -> Option<u64> {
+    let w = r.spare[1].load(Relaxed);
+    let page = w & !(0xffff << 48);
+    (w & (0xffff << 48) == DEATH_TAG && page != 0 && page.is_multiple_of(4096)).then_some(page)
+}
+
+/// Names `page` as record `r`'s death page. Procs lock held.
+pub(crate) fn set_death_page(r: &Proc, page: u64) {
+    r.spare[1].store(DEATH_TAG | page, Relaxed);
+}
+
+/// The death word's offset in its page (`process/death.rs`): its last 8
+/// bytes.
+pub(crate) const DEATH_WORD_AT: u64 = 4088;
+
+/// Record `r`'s death word, if it has a death page (checked). Procs lock
+/// held.
+pub(crate) fn death_word<'a>(
+    a: &'a Session,
+    r: &Proc,
+) -> Option<&'a core::sync::atomic::AtomicU32> {
+    let page = death_page(r)?;
+    if !a.in_heap(page, 4096) {
+        return None;
+    }
+    a.view(page + DEATH_WORD_AT).ok()
+}
+
+/// Whether record `r`'s death word is marked: the thread that armed it
+/// has ended (the kernel's robust list walk), so its process may have
+/// died. Procs lock held.
+pub(crate) fn death_marked(a: &Session, r: &Proc) -> bool {
+    death_word(a, r).is_some_and(|w| w.load(Relaxed) & crate::sys::robust::OWNER_DIED != 0)
+}
+
+/// Record `r` has no death page any more. Procs lock held.
+pub(crate) fn clear_death_page(r: &Proc) {
+    r.spare[1].store(0, Relaxed);
+}
+
 /// Frees record `r` and uncounts it. Procs lock held.
 pub(crate) fn release(a: &Session, r: &Proc) {
     r.spare[0].store(0, Relaxed);
+    r.spare[1].store(0, Relaxed);
     r.spare[2].store(0, Relaxed);
     r.state.store(FREE, Relaxed);
     let p = procs(a);
@@ -259,10 +321,11 @@ fn grow(a: &Session) -> Result<u32, Errno> {
     Ok(old.len() as u32)
 }
 
-/// The live records: `(index, pid, start)`. Procs lock held. Bounded by
-/// the table; the liveness checks (system calls) are made after the lock
-/// is released, so nobody waits on the procs lock while /proc is read.
-pub fn live_records(a: &Session) -> Result<Vec<(u32, i32, u64)>, Errno> {
+/// The live records: `(index, pid, start, death word marked)`. Procs lock
+/// held. Bounded by the table; the liveness checks (system calls) are
+/// made after the lock is released, so nobody waits on the procs lock
+/// while /proc is read.
+pub fn live_records(a: &Session) -> Result<Vec<(u32, i32, u64, bool)>, Errno> {
     let t = table(a)?;
     let mut out = Vec::new();
     out.try_reserve(t.len()).map_err(|_| Errno::ENOMEM)?;
@@ -270,7 +333,14 @@ pub fn live_records(a: &Session) -> Result<Vec<(u32, i32, u64)>, Errno> {
         t.iter()
             .enumerate()
             .filter(|(_, r)| r.state.load(Relaxed) == LIVE)
-            .map(|(i, r)| (i as u32, r.pid.load(Relaxed), r.start.load(Relaxed))),
+            .map(|(i, r)| {
+                (
+                    i as u32,
+                    r.pid.load(Relaxed),
+                    r.start.load(Relaxed),
+                    death_marked(a, r),
+                )
+            }),
     );
     Ok(out)
 }

@@ -31,6 +31,10 @@ pub struct Upcalls {
     /// Registers the session for the fork handler, which counts a child's
     /// attachments (`process::fork::register`).
     pub forks: fn(&Session),
+    /// Finishes the records among these whose death words say their
+    /// processes died, if they are gone, waiting for that up to the
+    /// patience given, ns (`process::reap_marked`).
+    pub reap_marked: fn(&Session, &[u32], u64) -> Result<u32, Errno>,
 }
 
 /// An attached arena and this process's state beside it.
@@ -46,6 +50,8 @@ pub struct Session {
     recent: Recent,
     /// Its descriptor on the segment pool (`arena/pool.rs`).
     shm_pool: crate::arena::pool::Cache,
+    /// Its mapping of its record's death page (`process/death.rs`).
+    pub(crate) death: crate::process::death::Armed,
 }
 
 impl Session {
@@ -58,6 +64,7 @@ impl Session {
             own_proc: AtomicU64::new(0),
             recent: Recent::new(),
             shm_pool: crate::arena::pool::Cache::new(),
+            death: Default::default(),
             arena,
         }
     }
@@ -110,6 +117,15 @@ impl Session {
     /// Cleans up after every process that is gone; how many.
     pub fn reap(&self) -> Result<u32, Errno> {
         (self.up.reap)(self)
+    }
+
+    /// Finishes the records among `idxs` whose processes died (their
+    /// death words marked, and gone or on their way out); how many. A
+    /// marked record whose process is not yet seen on its way out is
+    /// looked at again for up to `patience_ns` (a sleeper the kernel woke
+    /// as it marked the word runs while the process is still dying).
+    pub fn reap_marked(&self, idxs: &[u32], patience_ns: u64) -> Result<u32, Errno> {
+        (self.up.reap_marked)(self, idxs, patience_ns)
     }
 
     /// Registers this session for the fork handler (idempotent).

@@ -459,7 +459,16 @@ const TICK_NS: u64 = 100_000_000;
 /// clock, the record's heartbeat, the thread's signal handlers.
 struct RealPark<'w, 't> {
     w: &'w Waiter,
-    tick: &'t mut dyn FnMut(),
+    tick: &'t mut dyn FnMut(u128),
+    /// Death words (`process/death.rs`) whose marking should wake the
+    /// sleeper, to run its tick at once: those of the SEM_UNDO holders of
+    /// its set, whose death may complete it.
+    deaths: &'t [&'w AtomicU32],
+    /// The death words seen marked already (bit `i` for `deaths[i]`):
+    /// each ends one wait only.
+    spent: core::cell::Cell<u128>,
+    /// Those of them the tick was told about already.
+    told: u128,
     /// The sleeper's call's start (None: a waker's).
     mark: Option<Mark>,
     /// The registration `watch` replaced.
@@ -473,6 +482,9 @@ impl park::Park for RealPark<'_, '_> {
         now_ns()
     }
     fn wait(&self, word: &AtomicU32, expected: u32, slice: u64) -> park::Wake {
+        if !self.deaths.is_empty() && crate::intr::handlers_noted() {
+            return wait_or_death(word, expected, self.deaths, &self.spent, slice);
+        }
         match lock::futex_wait(word, expected, slice) {
             Woke::Woken => park::Wake::Woken,
             Woke::TimedOut => park::Wake::TimedOut,
@@ -498,7 +510,12 @@ impl park::Park for RealPark<'_, '_> {
         crate::sys::process::sched_yield();
     }
     fn tick(&mut self) {
-        (self.tick)();
+        // The death words marked since the last tick (bit `i` for
+        // `deaths[i]`): the holders that are dying now.
+        let spent = self.spent.get();
+        let new = spent & !self.told;
+        self.told = spent;
+        (self.tick)(new);
     }
     fn noted(&self) -> bool {
         self.mark.is_some_and(|m| m.interrupted())
@@ -515,6 +532,61 @@ impl park::Park for RealPark<'_, '_> {
     }
 }
 
+/// A sleeper's futex wait on its state `word` and on `deaths`, the death
+/// words of processes whose death may complete it (`undo::holder_deaths`
+/// set FUTEX_WAITERS in them, under the locks that keep them theirs): a
+/// word marked before or during the wait (the kernel then wakes one of
+/// its waiters) ends it as a timeout does, once, so the sleeper's tick
+/// runs and finishes the dead. The words are only read here: a word whose
+/// page was freed and reused meanwhile can cost a spurious wake-up, never
+/// a store. Without `futex_waitv` (before Linux 5.16) only `word` is
+/// waited on.
+fn wait_or_death(
+    word: &AtomicU32,
+    expected: u32,
+    deaths: &[&AtomicU32],
+    spent: &core::cell::Cell<u128>,
+    slice: u64,
+) -> park::Wake {
+    use crate::sys::futex::WAITV_MAX;
+    use crate::sys::robust::{OWNER_DIED, WAITERS};
+    let mut list: [(&AtomicU32, u32); WAITV_MAX] = [(word, expected); WAITV_MAX];
+    let mut n = 1;
+    for (i, &d) in deaths.iter().enumerate().take(WAITV_MAX - 1) {
+        if spent.get() & (1 << i) != 0 {
+            continue;
+        }
+        let v = d.load(Relaxed);
+        if v & OWNER_DIED != 0 {
+            spent.set(spent.get() | 1 << i);
+            return park::Wake::TimedOut;
+        }
+        // Without FUTEX_WAITERS the kernel wakes nobody when it marks it.
+        if v & WAITERS != 0 {
+            list[n] = (d, v);
+            n += 1;
+        }
+    }
+    let r = if n > 1 {
+        crate::sys::futex::wait_any(&list[..n], slice)
+    } else {
+        Err(crate::errno::Errno::ENOSYS)
+    };
+    match r {
+        Ok(0) => park::Wake::Woken,
+        Ok(_) => park::Wake::TimedOut,
+        Err(e) if e.0 == libc::ETIMEDOUT => park::Wake::TimedOut,
+        Err(crate::errno::Errno::EINTR) => park::Wake::Interrupted,
+        Err(crate::errno::Errno::ENOSYS) => match lock::futex_wait(word, expected, slice) {
+            Woke::Woken => park::Wake::Woken,
+            Woke::TimedOut => park::Wake::TimedOut,
+            Woke::Interrupted => park::Wake::Interrupted,
+        },
+        // A word held another value: the loop looks again.
+        Err(_) => park::Wake::Woken,
+    }
+}
+
 /// Ends a record's wait with `status` and wakes its sleeper, leaving it
 /// linked (a message queue's handover: its sleeper collects it). Object
 /// lock held.
@@ -527,7 +599,10 @@ pub fn finish_linked(w: &Waiter, status: i32) {
 fn as_waker<R>(w: &Waiter, f: impl FnOnce(&RealPark<'_, '_>) -> R) -> R {
     f(&RealPark {
         w,
-        tick: &mut || {},
+        tick: &mut |_| {},
+        deaths: &[],
+        spent: core::cell::Cell::new(0),
+        told: 0,
         mark: None,
         prev: 0,
         spin: 0,
@@ -537,22 +612,29 @@ fn as_waker<R>(w: &Waiter, f: impl FnOnce(&RealPark<'_, '_>) -> R) -> R {
 /// Waits until the record is DONE, `deadline` passes (monotonic ns), or a
 /// signal handler runs on this thread (one noted since `mark`, the start
 /// of the call: `intr.rs`), calling `tick` every 100 ms of sleep
-/// ([`park::sleep`]). No lock held. The record is the caller's.
+/// ([`park::sleep`]), and at once when one of `deaths` is marked (see
+/// [`wait_or_death`]), with the bits of the words marked since its last
+/// call (bit `i` for `deaths[i]`). No lock held. The record is the
+/// caller's.
 ///
 /// It spins first ([`SPIN_NS`]) only if `first`: the record was among the
 /// first [`SPINNERS`] of its queue when it was queued (`among_first`),
 /// those a waker completes next. The others' turns are further away, and
 /// their spinning took the cpus from the very processes they wait for.
-pub fn sleep(
-    w: &Waiter,
+pub fn sleep<'w>(
+    w: &'w Waiter,
     deadline: Option<u64>,
     mark: Mark,
     first: bool,
-    tick: &mut dyn FnMut(),
+    tick: &mut dyn FnMut(u128),
+    deaths: &[&'w AtomicU32],
 ) -> Slept {
     let mut p = RealPark {
         w,
         tick,
+        deaths,
+        spent: core::cell::Cell::new(0),
+        told: 0,
         mark: Some(mark),
         prev: 0,
         spin: if first { SPIN_NS } else { 0 },

@@ -56,6 +56,64 @@ pub fn wait(word: &impl Word, expected: u32, timeout_ns: u64) -> Result<(), Errn
     .map(drop)
 }
 
+/// `futex_waitv(2)`'s `struct futex_waitv`.
+#[repr(C)]
+struct WaitV {
+    val: u64,
+    uaddr: u64,
+    flags: u32,
+    reserved: u32,
+}
+
+/// FUTEX2_SIZE_U32 (shared: no FUTEX2_PRIVATE).
+const FUTEX2_SIZE_U32: u32 = 0x02;
+/// The words `futex_waitv` takes at most (FUTEX_WAITV_MAX).
+pub const WAITV_MAX: usize = 128;
+
+/// `futex_waitv(words, n, 0, &deadline, CLOCK_MONOTONIC)`: sleeps while
+/// each shared word holds its expected value, until one is woken or
+/// `timeout_ns` passes: the index of the word woken. EAGAIN when a word
+/// held another value, ETIMEDOUT, EINTR, ENOSYS before Linux 5.16, EINVAL
+/// for more than [`WAITV_MAX`] words.
+pub fn wait_any(words: &[(&AtomicU32, u32)], timeout_ns: u64) -> Result<usize, Errno> {
+    if words.is_empty() || words.len() > WAITV_MAX {
+        return Err(Errno(libc::EINVAL));
+    }
+    let mut v = [const {
+        WaitV {
+            val: 0,
+            uaddr: 0,
+            flags: 0,
+            reserved: 0,
+        }
+    }; WAITV_MAX];
+    for (slot, (w, expected)) in v.iter_mut().zip(words) {
+        *slot = WaitV {
+            val: u64::from(*expected),
+            uaddr: w.futex_addr() as u64,
+            flags: FUTEX2_SIZE_U32,
+            reserved: 0,
+        };
+    }
+    let end = crate::time::monotonic_ns().saturating_add(timeout_ns);
+    let ts = libc::timespec {
+        tv_sec: (end / 1_000_000_000).min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: (end % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: live atomics we borrow (their addresses in `v`), an array
+    // and an absolute timespec of ours.
+    unsafe {
+        super::raw::syscall5(
+            libc::SYS_futex_waitv,
+            v.as_ptr() as usize,
+            words.len(),
+            0,
+            &ts as *const libc::timespec as usize,
+            libc::CLOCK_MONOTONIC as usize,
+        )
+    }
+}
+
 /// `futex(word, FUTEX_WAKE, n)`: the sleepers woken.
 pub fn wake(word: &impl Word, n: i32) -> usize {
     // SAFETY: a live atomic we borrow; no other pointer.

@@ -42,6 +42,7 @@ pub mod futex;
 pub mod mem;
 pub mod process;
 pub mod raw;
+pub mod robust;
 pub mod signal;
 mod stat;
 /// The kernel's own System V IPC (direct system calls: x86_64 and aarch64

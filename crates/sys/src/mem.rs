@@ -89,6 +89,27 @@ pub unsafe fn mremap_grow(addr: usize, old: usize, new: usize) -> Result<(), Err
     unsafe { super::raw::syscall4(libc::SYS_mremap, addr, old, new, 0) }.map(drop)
 }
 
+/// `mremap(old, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, at)`: a second
+/// mapping of the same pages as the shared mapping at `old` (a length of
+/// 0 duplicates instead of moving), exactly at `at`.
+///
+/// # Safety
+/// `[at, at + len)` is the caller's to replace (as [`mmap`] with
+/// `MAP_FIXED`); `[old, old + len)` is a shared mapping.
+pub unsafe fn mremap_duplicate(old: usize, len: usize, at: usize) -> Result<usize, Errno> {
+    // SAFETY: as the caller vouches.
+    unsafe {
+        super::raw::syscall5(
+            libc::SYS_mremap,
+            old,
+            0,
+            len,
+            (libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as usize,
+            at,
+        )
+    }
+}
+
 /// Where the kernel would put a mapping of `len` bytes now (a private
 /// `PROT_NONE` anonymous mapping, made and unmapped at once; nothing is
 /// reserved): ENOMEM when it has no room, or the limits (RLIMIT_AS) do not

@@ -35,6 +35,13 @@ pub fn kill(pid: i32, sig: i32) -> Result<(), Errno> {
     unsafe { syscall2(libc::SYS_kill, pid as usize, sig as usize) }.map(drop)
 }
 
+/// Whether thread `tid` of the calling process exists (`tgkill` with
+/// signal 0 answers other than ESRCH; a thread that has ended but not yet
+/// been released may still answer).
+pub fn thread_alive(tid: i32) -> bool {
+    tid > 0 && tgkill(getpid(), tid, 0) != Err(Errno(libc::ESRCH))
+}
+
 /// `tgkill(tgid, tid, sig)`.
 pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> Result<(), Errno> {
     // SAFETY: numbers only.

@@ -85,8 +85,8 @@ pub use os::identity_of;
 pub use os::{
     Holder, RECOVERIES, RealOs, Woke, boot_id, clear_in_fork_child, forget_arena, fork_generation,
     forks_now, futex_wait, futex_wake_all, holder_of, identity_alive, identity_verified_lately,
-    my_identity, note_arena, own_start, parent_pid, process_alive, process_start, random_u64,
-    sleeper_identity_alive_as_of, thread_answers, thread_children, thread_count,
+    my_identity, note_arena, own_start, parent_pid, process_alive, process_ending, process_start,
+    random_u64, sleeper_identity_alive_as_of, thread_answers, thread_children, thread_count,
 };
 
 #[cfg(all(test, loom))]

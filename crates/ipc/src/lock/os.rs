@@ -377,6 +377,13 @@ fn tag_of(boot: u64, start: u64) -> u32 {
 
 /// What /proc says of thread `tid`: its state letter and start time.
 fn thread_stat(tid: u32) -> Option<(u8, u64)> {
+    stat_of(tid).map(|(state, start, _)| (state, start))
+}
+
+/// State, start time and virtual memory size (bytes; 0 once the task has
+/// let go of its memory, in `exit_mm`) of task `tid`, from
+/// `/proc/TID/stat`.
+fn stat_of(tid: u32) -> Option<(u8, u64, u64)> {
     let mut path = [0u8; 32];
     let mut w = Writer(&mut path, 0);
     let _ = core::fmt::write(&mut w, format_args!("/proc/{tid}/stat\0"));
@@ -391,10 +398,27 @@ fn thread_stat(tid: u32) -> Option<(u8, u64)> {
         .split(|&b| b == b' ')
         .filter(|f| !f.is_empty());
     let state = *fields.next()?.first()?;
-    // starttime is field 22: the 20th after the state (field 3).
+    // starttime is field 22: the 20th after the state (field 3); vsize
+    // the next.
     let start = fields.nth(18)?;
     let start = core::str::from_utf8(start).ok()?.trim().parse().ok()?;
-    Some((state, start))
+    let vsize = fields
+        .next()
+        .and_then(|v| core::str::from_utf8(v).ok()?.trim().parse().ok())
+        .unwrap_or(1);
+    Some((state, start, vsize))
+}
+
+/// Whether process `pid` started at `start` is gone or on its way out: as
+/// [`process_alive`] says, or its memory already let go (`exit_mm`, which
+/// the kernel's `do_exit` runs before `exit_sem` and before it closes the
+/// process's descriptors: a process that saw it close a pipe sees it so).
+pub fn process_ending(pid: i32, start: u64) -> bool {
+    if !process_alive(pid, start) {
+        return true;
+    }
+    pid != sys::process::getpid()
+        && stat_of(pid as u32).is_some_and(|(_, s, vsize)| s == start && vsize == 0)
 }
 
 /// The arena files this process has mapped, as `(device << 32 | minor,

@@ -680,7 +680,14 @@ pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark, first:
     let mut first = first;
     loop {
         let deadline = Some(wait::now_ns() + 1_000_000_000);
-        let slept = wait::sleep(w, deadline, mark, core::mem::take(&mut first), &mut || {});
+        let slept = wait::sleep(
+            w,
+            deadline,
+            mark,
+            core::mem::take(&mut first),
+            &mut |_| {},
+            &[],
+        );
         match slept {
             Slept::Done(_) => return Woke::Done,
             Slept::Interrupted => return Woke::Interrupted,

@@ -173,6 +173,8 @@ extern "C" fn in_child() {
         if let Some(&(_, child, nonce)) = mine
             && crate::proc::claim_unborn(a, child, nonce) == Ok(true)
         {
+            // Its attachments must be dropped the instant it dies.
+            let _ = super::death::arm(a, child);
             continue;
         }
         if let Some(parent) = own_record(a) {

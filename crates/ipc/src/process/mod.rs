@@ -8,6 +8,7 @@
 //! The layers below reach [`me`] and [`reap`] through the session's
 //! upcalls ([`UPCALLS`], installed by the namespace).
 
+pub(crate) mod death;
 mod exit;
 pub mod fork;
 
@@ -24,7 +25,47 @@ pub static UPCALLS: Upcalls = Upcalls {
     me,
     reap,
     forks: fork::register,
+    reap_marked,
 };
+
+/// Finishes each record of `idxs` whose death word is marked (the thread
+/// that armed it ended) and whose process is gone or on its way out (its
+/// memory let go: `lock::process_ending`), as the kernel's `do_exit` would
+/// have before anyone could see the process gone. How many.
+///
+/// The kernel marks the word in the middle of the death (`exit_mm`): one
+/// who runs because of the mark (a sleeper the kernel woke) may look before
+/// the process is seen on its way out, and looks again, up to
+/// `patience_ns`. One who runs because it saw the process gone (EOF on
+/// its pipe) finds it so at once; a word marked by the end of a thread
+/// other than the process's last is looked at no longer than that.
+pub fn reap_marked(a: &Session, idxs: &[u32], patience_ns: u64) -> Result<u32, Errno> {
+    let mut n = 0;
+    for &idx in idxs {
+        let (pid, start) = {
+            let _g = proc::lock(a)?;
+            let r = proc::record(a, idx)?;
+            if r.state.load(Relaxed) != LIVE || death::read(a, r) != death::Word::Marked {
+                continue;
+            }
+            (r.pid.load(Relaxed), r.start.load(Relaxed))
+        };
+        let until = crate::sys::time::monotonic_ns().saturating_add(patience_ns);
+        let ending = loop {
+            if lock::process_ending(pid, start) {
+                break true;
+            }
+            if crate::sys::time::monotonic_ns() >= until {
+                break false;
+            }
+            std::thread::sleep(core::time::Duration::from_micros(50));
+        };
+        if ending && finish(a, idx, pid, Some(start), Finish::Gone)? {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
 
 /// The calling process's record index, made on first use (and again in a
 /// forked child: a new process).
@@ -43,6 +84,8 @@ pub fn me(a: &Session) -> Result<u32, Errno> {
         // attachments are gone with its address space; undo entries stay.
         adopt_image(a, idx, pid, start)?;
     }
+    // Its death seen the instant it dies (`death.rs`); best effort.
+    let _ = death::arm(a, idx);
     proc::cache(a, idx);
     // A newcomer cleans up after the processes that left without doing it
     // themselves (bounded by the table; once per process).
@@ -92,8 +135,15 @@ pub fn reap(a: &Session) -> Result<u32, Errno> {
         (proc::live_records(a)?, proc::stillborn(a)?)
     };
     let mut n = 0;
-    for &(idx, pid, start) in &live {
-        if !lock::process_alive(pid, start) && finish(a, idx, pid, Some(start), Finish::Gone)? {
+    for &(idx, pid, start, marked) in &live {
+        // A marked death word: on its way out counts as gone (its memory
+        // let go, as the kernel's exit_sem and exit_shm then run).
+        let gone = if marked {
+            lock::process_ending(pid, start)
+        } else {
+            !lock::process_alive(pid, start)
+        };
+        if gone && finish(a, idx, pid, Some(start), Finish::Gone)? {
             n += 1;
         }
     }

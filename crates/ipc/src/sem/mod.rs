@@ -443,6 +443,9 @@ pub(crate) fn semctl(
             sem_stat(a, cred, semid, cmd, out)
         }
         abi::GETALL | abi::GETVAL | abi::GETPID | abi::GETNCNT | abi::GETZCNT | abi::SETALL => {
+            if cmd != abi::SETALL {
+                reap_dead_holders(a, semid);
+            }
             sem_main(a, cred, semid, semnum, cmd, arg)
         }
         abi::SETVAL => {
@@ -463,6 +466,29 @@ pub(crate) fn semctl(
             sem_down(a, cred, semid, set.as_ref())
         }
         _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Before the set's values are read: the SEM_UNDO holders of set `semid`
+/// whose processes died (their death words marked: `process/death.rs`)
+/// are finished, their adjustments applied, as the kernel applied them in
+/// `do_exit` before anyone could see those processes gone. Nothing when
+/// the set has no entry (one load).
+pub(crate) fn reap_dead_holders(a: &Session, semid: i32) {
+    let Ok(f) = obtain::<SemKind>(a, semid) else {
+        return;
+    };
+    if f.slot.undos.load(Relaxed) == 0 {
+        return;
+    }
+    let marked = {
+        let Ok(_g) = lock_object::<SemKind>(a, f.slot) else {
+            return;
+        };
+        undo::marked_holders(a, f.slot)
+    };
+    if !marked.is_empty() {
+        let _ = a.reap_marked(&marked, 0);
     }
 }
 

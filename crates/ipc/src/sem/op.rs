@@ -596,29 +596,51 @@ fn semtimedop_bounded(
     if let Err(e) = perm::ipcperms(cred, &s.head, if alter { S_IWUGO } else { S_IRUGO }) {
         return Err(undo_first(a, &f, semid, undos, e));
     }
+    let mut reaped = false;
     loop {
-        match semtimedop_try(a, cred, &f, semid, sops, (max, undos, alter), when) {
+        match semtimedop_try(a, cred, &f, semid, sops, (max, undos, alter, reaped), when) {
             // Taken off the queue by an execve of ours that failed:
             // the call starts over (as it would have, never queued).
             Err(e) if e == RESTART => continue,
+            // It would wait or fail while a SEM_UNDO holder of the set
+            // died: its adjustments first, as the kernel applied them at
+            // its death, then once more.
+            Err(e) if e == DEAD_HOLDERS => {
+                super::reap_dead_holders(a, semid);
+                reaped = true;
+            }
             r => return r,
         }
     }
 }
 
+/// How long a sleeper woken by a holder's death word waits to see the
+/// holder's process on its way out (`Session::reap_marked`).
+const DEATH_PATIENCE_NS: u64 = 20_000_000;
+
+/// The internal result of a try that would wait or fail with EAGAIN
+/// while a SEM_UNDO holder of the set may have died (its death word
+/// marked): an errno no call returns.
+const DEAD_HOLDERS: Errno = Errno(513);
+
 /// One try of [`Namespace::semtimedop`] after its checks: lock, do or
-/// queue, sleep. RESTART when the sleep was cancelled.
+/// queue, sleep. RESTART when the sleep was cancelled; DEAD_HOLDERS when
+/// it would wait or fail with EAGAIN while a SEM_UNDO holder of the set
+/// may have died, unless `reaped` (they were finished before this try).
 fn semtimedop_try(
     a: &Session,
     cred: &Cred,
     f: &Found<'_, SemSlot>,
     semid: i32,
     sops: &[sembuf],
-    (max, undos, alter): (u16, bool, bool),
+    (max, undos, alter, reaped): (u16, bool, bool, bool),
     (deadline, mark): (Option<u64>, wait::Mark),
 ) -> SysResult<i32> {
     let s = f.slot;
-    let (waiter, first) = {
+    // Whether a SEM_UNDO holder that died stands in the way (tried once).
+    let dead_holders =
+        || !reaped && s.undos.load(Relaxed) != 0 && !undo::marked_holders(a, s).is_empty();
+    let (waiter, first, deaths) = {
         let _g = locked!(lock_object::<SemKind>(a, s));
         // "if (!ipc_valid_object(&sma->sem_perm)) goto out_unlock; (-EIDRM)"
         still_valid(f)?;
@@ -635,6 +657,9 @@ fn semtimedop_try(
                 Ok((v, _)) => {
                     sem.set(v, cred.pid);
                     return done(a, s, sops, alter);
+                }
+                Err(Attempt::Fail(e)) if e == Errno::EAGAIN && dead_holders() => {
+                    return Err(DEAD_HOLDERS);
                 }
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(_) => {}
@@ -658,16 +683,23 @@ fn semtimedop_try(
                 commit(a, s, sems, &buf[..n], cred.pid, 0, entry)?;
                 return done(a, s, sops, alter);
             }
+            Attempt::Fail(e) if e == Errno::EAGAIN && dead_holders() => {
+                return Err(DEAD_HOLDERS);
+            }
             Attempt::Fail(e) => return Err(e),
+            Attempt::Block { .. } if dead_holders() => return Err(DEAD_HOLDERS),
             Attempt::Block { sem_num, zero } => {
                 let off = enqueue(a, s, cred, sops, sem_num, zero, entry)?;
                 // Read under the lock: whether ours is among the records
-                // a waker completes next (`wait::sleep`).
-                (off, wait::among_first(a, &s.queue, off, wait::SPINNERS))
+                // a waker completes next (`wait::sleep`), and the death
+                // words of the set's SEM_UNDO holders, whose deaths may
+                // complete it (`process/death.rs`).
+                let first = wait::among_first(a, &s.queue, off, wait::SPINNERS);
+                (off, first, undo::holder_deaths(a, s))
             }
         }
     };
-    sleep_queued(a, s, waiter, first, (deadline, mark))
+    sleep_queued(a, s, waiter, first, (deadline, mark), &deaths)
 }
 
 /// The end of a semop done by its caller: `otime`, then the sleepers its
@@ -695,14 +727,32 @@ fn sleep_queued(
     waiter: u64,
     first: bool,
     (deadline, mark): (Option<u64>, wait::Mark),
+    deaths: &[(u32, &core::sync::atomic::AtomicU32)],
 ) -> SysResult<i32> {
     let w = wait::at(a, waiter)?;
-    // Now and then, clean up after dead processes: a dead SEM_UNDO
-    // holder's adjustment may be what this sleeper waits for.
-    let mut tick = || {
-        let _ = a.reap();
+    // A dead SEM_UNDO holder's adjustment may be what this sleeper waits
+    // for: the holders whose death words are marked are finished at once
+    // (the kernel wakes the sleeper then); now and then, every dead
+    // process.
+    let holders: Vec<u32> = deaths.iter().map(|&(idx, _)| idx).collect();
+    let words: Vec<&core::sync::atomic::AtomicU32> = deaths.iter().map(|&(_, w)| w).collect();
+    let mut tick = |dying: u128| {
+        // Those whose words were just marked (the kernel woke us in the
+        // middle of their deaths) are waited for; the rest looked at.
+        let mut n = 0;
+        for (i, &idx) in holders.iter().enumerate() {
+            let patience = if i < 128 && dying & (1 << i) != 0 {
+                DEATH_PATIENCE_NS
+            } else {
+                0
+            };
+            n += a.reap_marked(&[idx], patience).unwrap_or(0);
+        }
+        if n == 0 {
+            let _ = a.reap();
+        }
     };
-    let result = match wait::sleep(w, deadline, mark, first, &mut tick) {
+    let result = match wait::sleep(w, deadline, mark, first, &mut tick, &words) {
         Slept::Done(status) => status,
         gave_up => {
             // Leave the queue, unless a waker finished us meanwhile

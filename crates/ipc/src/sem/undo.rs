@@ -31,6 +31,7 @@ use crate::errno::Errno;
 use crate::object::SemSlot;
 use crate::proc::{self, Proc};
 use crate::session::Session;
+use crate::sys::robust;
 use crate::wait;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64};
@@ -102,6 +103,82 @@ fn chain(a: &Session, first: u64, set: bool) -> Chain<impl FnMut(u64) -> Option<
 pub fn of_set<'a>(a: &'a Session, s: &'a SemSlot) -> impl Iterator<Item = u64> + 'a {
     chain(a, s.undos.load(Relaxed), true)
 }
+
+/// The records of the set's SEM_UNDO holders whose death words are
+/// marked (their processes may have died: `process/death.rs`), at most
+/// [`MARKED_MAX`]. Set lock held; takes the procs lock if the set has
+/// entries.
+pub fn marked_holders(a: &Session, s: &SemSlot) -> Vec<u32> {
+    let mut out = Vec::new();
+    if s.undos.load(Relaxed) == 0 {
+        return out;
+    }
+    // Not held up by a participant that keeps the table locked (a look
+    // that finds nothing only leaves the dead to the reapers).
+    let Ok(_g) = proc::lock_briefly(a, HOLDERS_LOOK_NS) else {
+        return out;
+    };
+    for off in of_set(a, s) {
+        let Ok(h) = head(a, off) else { break };
+        let idx = h.proc.load(Relaxed);
+        if h.applied.load(Relaxed) == 0
+            && proc::record(a, idx).is_ok_and(|r| proc::death_marked(a, r))
+            && !out.contains(&idx)
+        {
+            out.push(idx);
+            if out.len() == MARKED_MAX {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The death words of the set's SEM_UNDO holders (`process/death.rs`),
+/// with their records, at most [`WATCHED_MAX`]: what a sleeper on the set
+/// watches, since a holder's death may complete it. Set lock held; takes
+/// the procs lock briefly if the set has entries.
+pub fn holder_deaths<'a>(a: &'a Session, s: &SemSlot) -> Vec<(u32, &'a AtomicU32)> {
+    let mut out = Vec::new();
+    if s.undos.load(Relaxed) == 0 {
+        return out;
+    }
+    let Ok(_g) = proc::lock_briefly(a, HOLDERS_LOOK_NS) else {
+        return out;
+    };
+    for off in of_set(a, s) {
+        let Ok(h) = head(a, off) else { break };
+        let idx = h.proc.load(Relaxed);
+        if h.applied.load(Relaxed) != 0 || out.iter().any(|&(i, _)| i == idx) {
+            continue;
+        }
+        if let Some(w) = proc::record(a, idx)
+            .ok()
+            .and_then(|r| proc::death_word(a, r))
+        {
+            // FUTEX_WAITERS in an armed word: the kernel wakes a waiter
+            // when it marks it (`wait.rs`). The owner ignores the bit.
+            let v = w.load(Relaxed);
+            if v & robust::TID_MASK != 0 && v & (robust::OWNER_DIED | robust::WAITERS) == 0 {
+                let _ = w.compare_exchange(v, v | robust::WAITERS, Relaxed, Relaxed);
+            }
+            out.push((idx, w));
+            if out.len() == WATCHED_MAX {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Holders [`holder_deaths`] returns at most.
+pub const WATCHED_MAX: usize = 64;
+
+/// Holders [`marked_holders`] returns at most.
+pub const MARKED_MAX: usize = 32;
+
+/// How long [`marked_holders`] waits for the procs lock.
+const HOLDERS_LOOK_NS: u64 = 2_000_000;
 
 /// The entries on a process's list (procs lock held); a bad link ends it.
 pub fn of_proc<'a>(a: &'a Session, r: &'a Proc) -> impl Iterator<Item = u64> + 'a {

@@ -315,6 +315,9 @@ pub unsafe extern "C" fn syscall(
 extern "C" fn on_load() {
     next::resolve_all();
     crate::user::fault::set_taker(signals::hold_faults);
+    // Every handler the program installs runs as our wrapper, which
+    // notes it first (`signals.rs`).
+    ipcns_core::intr::handlers_note_signals();
     // A fork child starts with no choice of namespace under way (the
     // core's fork handler clears the flag); the credentials' cache sees the
     // fork by itself (`cred.rs`). No handler of our own: its code, on a

@@ -6,8 +6,10 @@
  * attachments in do_exit before it closes the descriptors, and drops the
  * attachments in execve before the new image runs: the observer sees all
  * of it done. The ends: _exit, _Exit, syscall(SYS_exit_group), and exit
- * of an exec'd image that never calls System V IPC itself; a vfork child
- * that execs leaves its parent's attachment alone. */
+ * of an exec'd image that never calls System V IPC itself, and SIGKILL
+ * (seen through the kernel's mark of a robust futex word of the dying
+ * process's); a vfork child that execs leaves its parent's attachment
+ * alone. */
 #include "t.h"
 
 static int s, h;
@@ -107,6 +109,39 @@ int main(int argc, char **argv)
 		_exit(1);
 	}
 	observe("after exit_group", fd, 2, c);
+	waitpid(c, NULL, 0);
+
+	/* SIGKILL: no code of the process runs. Seen by a process that
+	 * read EOF, then by a semop that would fail without the undo. */
+	c = child(&fd);
+	if (c == 0) {
+		take(0);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	observe("after SIGKILL", fd, 0, c);
+	waitpid(c, NULL, 0);
+	/* A lock (semaphore 1 at 1) taken with SEM_UNDO by a process
+	 * killed holding it: a take with IPC_NOWAIT right after EOF gets it
+	 * (Perl's IPC::Shareable: LOCK_EX|LOCK_NB). */
+	semctl(s, 1, SETVAL, 1);
+	c = child(&fd);
+	if (c == 0) {
+		struct sembuf lock = { 1, -1, SEM_UNDO };
+		if (semop(s, &lock, 1) != 0)
+			_exit(3);
+		kill(getpid(), SIGKILL);
+		_exit(1);
+	}
+	{
+		char buf[8];
+		while (read(fd, buf, sizeof buf) > 0)
+			;
+		close(fd);
+		struct sembuf take_it = { 1, -1, IPC_NOWAIT };
+		T(semop(s, &take_it, 1));
+		T(semctl(s, 1, GETVAL));
+	}
 	waitpid(c, NULL, 0);
 
 	/* exec: the new image never calls System V IPC. */

@@ -96,8 +96,10 @@ fn processes() {
 
 /// A process's end and its exec seen by another process right after EOF
 /// on a pipe the process held, or right after a line from its new image
-/// (never after waitpid): `_exit`, `_Exit` and `syscall(SYS_exit_group)`
-/// apply SEM_UNDO (sempid the dead process's) and drop attachments; an
+/// (never after waitpid): `_exit`, `_Exit`, `syscall(SYS_exit_group)` and
+/// SIGKILL (through its death word) apply SEM_UNDO (sempid the dead
+/// process's) and drop attachments, and a killed holder's lock is free to
+/// an IPC_NOWAIT take; an
 /// exec'd image that never calls System V IPC has its predecessor's
 /// attachment dropped before `main` and its undo applied at `exit`; the
 /// environment mark that arranges it is gone from the new image's
@@ -105,6 +107,16 @@ fn processes() {
 #[test]
 fn deaths_seen_by_others() {
     differential("deaths", "deaths", false);
+}
+
+/// The program's robust mutexes with the library's entry in the same
+/// robust futex lists (`process/death.rs`): locked and unlocked in any
+/// order around it, on several threads; a thread and a process (exit, and
+/// SIGKILL) dying with one locked: EOWNERDEAD to the next locker, as
+/// without the library.
+#[test]
+fn robust_mutexes_beside_the_death_words() {
+    differential("robust", "robust", false);
 }
 
 /// remap_file_pages on attachments: the segment's own pages from pgoff

@@ -345,19 +345,13 @@ fn msg_waiters_signals_removal() {
     );
 }
 
-/// KNOWN DIFFERENCE, checked to stay as it is: with no reaper, the
-/// adjustments of a process killed with SIGKILL stay in force in ipcns
-/// until someone finds it gone (here the look after the shmget, whose
-/// IPC_STAT reaps, after it has read the set), where the kernel undoes
-/// them as the process dies. The driver otherwise reaps after each kill,
-/// as a supervisor does. Fails if the difference changes (moved, grown,
-/// or gone: then this script belongs with the others).
+/// A process killed with SIGKILL holding a SEM_UNDO adjustment: undone
+/// when the driver (not its parent, and reaping nothing) looks right after
+/// its pidfd said it was gone, then as a shmget's look and a GETVAL see
+/// it (it used to wait for a reaper: the look after the kill, GETVAL and
+/// the look after the shmget differed).
 #[test]
 fn undo_at_sigkill_without_a_reaper() {
-    let name = "undo_at_sigkill_without_a_reaper";
-    if !support::kernel_or_skip(name) {
-        return;
-    }
     let script = [
         semget(1),
         Step::Fork(0),
@@ -381,17 +375,5 @@ fn undo_at_sigkill_without_a_reaper() {
             cmd: SemCmd::GetVal,
         },
     ];
-    let (kernel, ours) = super::run_both_with(&script, false);
-    let report = super::report(&script, &kernel, &ours);
-    // Two lines a step: the step, then the look.
-    let differing: Vec<usize> = (0..kernel.len().max(ours.len()))
-        .filter(|&k| kernel.get(k) != ours.get(k))
-        .collect();
-    // The look after the kill, GETVAL and its look, the look after shmget.
-    assert_eq!(
-        differing,
-        [7, 8, 9, 11],
-        "{name}: the known difference changed\n{report}"
-    );
-    eprintln!("KNOWN DIFFERENCE {name}: undo after SIGKILL waits for a reaper\n{report}");
+    same("undo_at_sigkill_without_a_reaper", &script);
 }

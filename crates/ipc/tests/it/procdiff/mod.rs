@@ -61,7 +61,7 @@ const SCRIPT_LIMIT: Duration = Duration::from_secs(120);
 /// Runs `script` in a forked driver: on the kernel (a new IPC namespace)
 /// when `arena` is None, else on the ipcns arena there. The driver's pid
 /// and the socket its log comes back on.
-fn spawn_driver(arena: Option<&Path>, script: &[Step], reaper: bool) -> (i32, UnixStream) {
+fn spawn_driver(arena: Option<&Path>, script: &[Step]) -> (i32, UnixStream) {
     let (mine, theirs) = UnixStream::pair().expect("socketpair");
     let arena = arena.map(Path::to_path_buf);
     let pid = support::fork_child(move || {
@@ -76,11 +76,11 @@ fn spawn_driver(arena: Option<&Path>, script: &[Step], reaper: bool) -> (i32, Un
         };
         match &arena {
             None => match ipcns_oracle::kernel::unshare_ipc() {
-                Ok(()) => drive(&Ctx::Kernel, script, reaper, &mut log),
+                Ok(()) => drive(&Ctx::Kernel, script, &mut log),
                 Err(e) => log(format!("unshare(CLONE_NEWIPC): {e:?}")),
             },
             Some(path) => match ipcns::Namespace::open_at(path) {
-                Ok(ns) => drive(&Ctx::Ipcns { ns: &ns, path }, script, reaper, &mut log),
+                Ok(ns) => drive(&Ctx::Ipcns { ns: &ns, path }, script, &mut log),
                 Err(e) => log(format!("open the arena: {e}")),
             },
         };
@@ -89,8 +89,8 @@ fn spawn_driver(arena: Option<&Path>, script: &[Step], reaper: bool) -> (i32, Un
     (pid, mine)
 }
 
-fn drive(ctx: &Ctx<'_>, script: &[Step], reaper: bool, log: &mut dyn FnMut(String)) {
-    match driver::Driver::new(ctx, reaper, log) {
+fn drive(ctx: &Ctx<'_>, script: &[Step], log: &mut dyn FnMut(String)) {
+    match driver::Driver::new(ctx, log) {
         Ok(d) => d.run(script),
         Err(e) => log(format!("channels: {e}")),
     }
@@ -122,15 +122,10 @@ fn collect(pid: i32, mut sock: UnixStream) -> Vec<String> {
 }
 
 /// Runs `script` on both sides at once: the kernel's log and ipcns's (the
-/// latter ends with the namespace's check, if it fails). The driver reaps
-/// the processes it kills (see `driver`).
+/// latter ends with the namespace's check, if it fails). Nobody reaps a
+/// killed process for ipcns: the driver observes as a program does (see
+/// `driver`).
 pub fn run_both(script: &[Step]) -> (Vec<String>, Vec<String>) {
-    run_both_with(script, true)
-}
-
-/// [`run_both`]; `reaper`: whether the ipcns driver calls `reap_exited`
-/// after a SIGKILL.
-pub fn run_both_with(script: &[Step], reaper: bool) -> (Vec<String>, Vec<String>) {
     // A tmpfs when there is one: a script's arena lives for milliseconds.
     let shm = Path::new("/dev/shm");
     let dir = if shm.is_dir() {
@@ -139,8 +134,8 @@ pub fn run_both_with(script: &[Step], reaper: bool) -> (Vec<String>, Vec<String>
         std::env::temp_dir()
     };
     let t = TestNs::in_dir(&dir, "procdiff", ipcns::CreateOptions::default());
-    let (kpid, ksock) = spawn_driver(None, script, reaper);
-    let (ipid, isock) = spawn_driver(Some(t.path()), script, reaper);
+    let (kpid, ksock) = spawn_driver(None, script);
+    let (ipid, isock) = spawn_driver(Some(t.path()), script);
     let (kernel, mut ours) = std::thread::scope(|sc| {
         let k = sc.spawn(|| collect(kpid, ksock));
         let i = sc.spawn(|| collect(ipid, isock));

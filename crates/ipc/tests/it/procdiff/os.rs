@@ -132,6 +132,15 @@ pub fn blocked_in(pid: i32) -> Option<(i64, [u64; 3])> {
     Some((nr, args))
 }
 
+/// The 8 bytes at `addr` in process `pid`'s memory (`/proc/PID/mem`).
+pub fn read_u64(pid: i32, addr: u64) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, addr).ok()?;
+    Some(u64::from_ne_bytes(b))
+}
+
 /// The state letter of a process (`S` asleep, `R` running or waking...).
 pub fn state(pid: i32) -> Option<char> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -59,13 +59,18 @@ impl Ctx<'_> {
     }
 }
 
-extern "C" fn on_usr1(_: libc::c_int) {}
+/// Notes itself, as a program's handler does (`ipcns::intr`): a sleeper
+/// that also waits for its set's holders' deaths ends only then.
+extern "C" fn on_usr1(_: libc::c_int) {
+    ipcns::note_signal();
+}
 
 /// Serves as P`me` on `chans[me - 1]` until told to exit or killed.
 pub fn serve(ctx: &Ctx<'_>, me: usize, chans: &[UnixDatagram]) -> ! {
     // A handler that restarts what can be restarted: System V calls still
     // end with EINTR (signal(7)).
     support::handle(libc::SIGUSR1, on_usr1, libc::SA_RESTART);
+    ipcns::intr::handlers_note_signals();
     os::ignore_children();
     let Some(chan) = chans.get(me.wrapping_sub(1)) else {
         os::exit_now(2)

@@ -14,7 +14,7 @@
 //! did not wake. Asleep in its call means: in /proc/PID/syscall, for the
 //! kernel, semtimedop, msgsnd or msgrcv; for ipcns, FUTEX_WAIT on a sleeper
 //! record's state word with the value SLEEPING (1: a lock's futex waits
-//! with a thread id), and state `S`. Deaths are seen through pidfds, after
+//! with a thread id), or futex_waitv with that word first, and state `S`. Deaths are seen through pidfds, after
 //! the kernel's `exit_sem`/`exit_shm`.
 //!
 //! What would be decided by the scheduler is kept out: at most one sender
@@ -23,13 +23,12 @@
 //! waiters or more (they retry in any order), and a short semtimedop is
 //! waited for before anything else happens. P0 never blocks (IPC_NOWAIT).
 //!
-//! Reaping: after a SIGKILL, the ipcns side calls `reap_exited`, as a
-//! supervisor that reaps its children would (the design's `ipcns run`):
-//! a killed process runs no exit code, and ipcns applies its undo entries
-//! when someone finds it gone (a newcomer, a sleeper, `shmctl`); until
-//! then GETVAL shows them still in force where the kernel has undone them
-//! (`cases::undo_at_sigkill_without_a_reaper`). A normal exit goes
-//! through `exit_process` in the exiting process; no reaper runs for it.
+//! Reaping: nobody reaps for ipcns. A killed process runs no exit code;
+//! the kernel marks its death word in the arena as it dies (`process/
+//! death.rs`), and what the driver reads next (GETVAL and the other reads
+//! of a set, IPC_STAT of a segment) finishes it first, as Linux finished
+//! it in `do_exit` before its pidfd said it was gone. A normal exit goes
+//! through `exit_process` in the exiting process.
 //!
 //! Files: this one (the state, a step's lines, the look), `steps` (what
 //! each step does), `talk` (forks, calls, watching and settling, the
@@ -96,7 +95,7 @@ enum Now {
 pub struct Driver<'a> {
     ctx: &'a Ctx<'a>,
     kernel: bool,
-    reaper: bool,
+
     procs: Vec<Proc>,
     /// The driver's ends of the channels of P1..: `[k - 1]`.
     mine: Vec<UnixDatagram>,
@@ -112,13 +111,8 @@ pub struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    /// A driver on `ctx`; `reaper`: whether it calls `reap_exited` after
-    /// a SIGKILL (ipcns; module doc).
-    pub fn new(
-        ctx: &'a Ctx<'a>,
-        reaper: bool,
-        log: &'a mut dyn FnMut(String),
-    ) -> std::io::Result<Driver<'a>> {
+    /// A driver on `ctx`.
+    pub fn new(ctx: &'a Ctx<'a>, log: &'a mut dyn FnMut(String)) -> std::io::Result<Driver<'a>> {
         let mut mine = Vec::new();
         let mut theirs = Vec::new();
         for _ in 0..MAX_PROCS {
@@ -129,7 +123,6 @@ impl<'a> Driver<'a> {
         Ok(Driver {
             ctx,
             kernel: matches!(ctx, Ctx::Kernel),
-            reaper,
             procs: vec![Proc {
                 pid: std::process::id() as i32,
                 pidfd: None,

@@ -7,7 +7,7 @@ use super::{Att, DEADLINE, Driver, LONG_MS, On, State};
 use crate::procdiff::op::Op;
 use crate::procdiff::os;
 use crate::procdiff::script::{MsgCmd, SemCmd, Step, Wait};
-use crate::procdiff::serve::{self, Ctx};
+use crate::procdiff::serve;
 use ipcns::abi::*;
 use ipcns::shm::attach::SHM_RDONLY;
 
@@ -28,9 +28,6 @@ impl Driver<'_> {
                 os::kill(self.procs[p].pid, libc::SIGKILL);
                 let ended = self.pidfd(p).ended(DEADLINE);
                 self.procs[p].state = State::Ended;
-                if let (Ctx::Ipcns { ns, .. }, true) = (self.ctx, self.reaper) {
-                    let _ = ns.reap_exited();
-                }
                 Ok(if ended { "killed" } else { "still running" }.into())
             }
             Step::Exec(w) => {

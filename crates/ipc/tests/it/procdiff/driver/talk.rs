@@ -151,9 +151,14 @@ impl Driver<'_> {
         let in_call = if self.kernel {
             nr == libc::SYS_semtimedop || nr == libc::SYS_msgsnd || nr == libc::SYS_msgrcv
         } else {
-            nr == libc::SYS_futex
+            // FUTEX_WAIT on its record's state word, or futex_waitv with
+            // that word first (the death words of the set's SEM_UNDO
+            // holders after it: `wait.rs`), expecting SLEEPING.
+            (nr == libc::SYS_futex
                 && args[1] & 0x7f == libc::FUTEX_WAIT as u64
-                && args[2] == IPCNS_SLEEPING
+                && args[2] == IPCNS_SLEEPING)
+                || (nr == libc::SYS_futex_waitv
+                    && os::read_u64(pid, args[0]) == Some(IPCNS_SLEEPING))
         };
         in_call && os::state(pid) == Some('S')
     }
