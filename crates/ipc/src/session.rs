@@ -51,7 +51,7 @@ pub struct Session {
     /// Its descriptor on the segment pool (`arena/pool.rs`).
     shm_pool: crate::arena::pool::Cache,
     /// Its mapping of its record's death page (`process/death.rs`).
-    pub(crate) death: crate::process::death::Armed,
+    pub(crate) death: crate::arena::death::Armed,
 }
 
 impl Session {

@@ -9,6 +9,7 @@
 //! before anything else is read.
 
 pub(crate) mod bytes;
+pub(crate) mod death;
 mod file;
 pub mod header;
 pub mod layout;

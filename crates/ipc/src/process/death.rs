@@ -59,6 +59,7 @@
 //! linked it is gone).
 #![allow(unsafe_code)]
 
+use crate::arena::death::Armed;
 use crate::errno::Errno;
 use crate::lock;
 use crate::proc::{self, Proc};
@@ -70,61 +71,8 @@ use core::sync::atomic::Ordering::Relaxed;
 const WORD_AT: u64 = proc::DEATH_WORD_AT;
 const PAGE: u64 = 4096;
 
-/// This process's mapping of its death page (per session): where it is,
-/// which page it maps, the fork generation that made it, and the thread
-/// that linked the entry.
-#[derive(Default)]
-pub(crate) struct Armed {
-    map: core::sync::atomic::AtomicUsize,
-    page: core::sync::atomic::AtomicU64,
-    generation: core::sync::atomic::AtomicU64,
-    tid: AtomicU32,
-    entry: core::sync::atomic::AtomicUsize,
-}
-
 fn word<'a>(a: &'a Session, r: &Proc) -> Option<&'a AtomicU32> {
     proc::death_word(a, r)
-}
-
-impl Drop for Armed {
-    /// The session ends (its namespace dropped, the arena perhaps unmapped
-    /// and removed): its two pages go, but the private one only if no list
-    /// can hold the entry any more. An entry linked on another thread stays
-    /// (its page too); the second mapping of the arena page under it is
-    /// replaced by a page of zeros, so that it keeps no arena file alive and
-    /// the kernel marks nothing of the arena's when that thread ends.
-    fn drop(&mut self) {
-        let map = *self.map.get_mut();
-        if map == 0 {
-            return;
-        }
-        let entry = *self.entry.get_mut();
-        let ours = *self.generation.get_mut() == lock::fork_generation();
-        let here = *self.tid.get_mut() == crate::sys::process::gettid() as u32;
-        if ours && entry != 0 && here {
-            // SAFETY: linked by `arm` on this very thread of this process.
-            unsafe { robust::unlink(entry) };
-        } else if ours && entry != 0 {
-            // SAFETY: `[map, map + 4096)` is this session's second mapping
-            // of an arena page; a private page of zeros replaces it (the
-            // entry's page after it stays).
-            let _ = unsafe {
-                crate::sys::mem::mmap_at(
-                    map,
-                    PAGE as usize,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                    -1,
-                    0,
-                )
-            };
-            return;
-        }
-        // SAFETY: this session's two pages, which no list holds an entry
-        // in any more (unlinked above, never linked, or a parent's that a
-        // fork copied).
-        let _ = unsafe { crate::sys::mem::munmap(map, 2 * PAGE as usize) };
-    }
 }
 
 /// What a record's death word says.
