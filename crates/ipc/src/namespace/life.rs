@@ -63,6 +63,11 @@ impl Namespace {
     /// nothing is done here: the process is finished once it is gone.
     #[doc(hidden)]
     pub fn exit_ending(&self) -> crate::errno::SysResult<()> {
+        // A process with no record (a fork child that made no IPC call)
+        // has nothing to finish: it stores nothing and stops nobody.
+        if !crate::process::may_have_record(self.arena()) {
+            return Ok(());
+        }
         if !quiet() {
             return Ok(());
         }

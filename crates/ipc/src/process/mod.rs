@@ -184,6 +184,18 @@ pub fn reap_pid(a: &Session, pid: i32) -> Result<bool, Errno> {
     }
 }
 
+/// Whether the calling process has a record it knows of: its cached
+/// index (every way a process comes by its record caches it: making it,
+/// claiming the one its parent made before a fork, taking over an earlier
+/// image's at load or at its first call). Reads no arena page: in a fork
+/// child each first touch of a page of the arena's mapping is a fault
+/// (fork copies no page table entries of a shared file mapping), some µs
+/// here. A record of an earlier image not taken over yet (an exec whose
+/// environment could not be marked) is left to the reapers.
+pub fn may_have_record(a: &Session) -> bool {
+    proc::cached(a).is_some()
+}
+
 /// What `exit` does for the calling process's semaphores: its undo
 /// entries applied. Its shm attachments stay counted while they are mapped
 /// (the process goes on): they are dropped with the record when the
