@@ -90,11 +90,16 @@ fn procs(a: &Session) -> &Procs {
 /// Locks the table (its state is repaired by construction: every change
 /// is one store, or a new table published by one store).
 pub fn lock(a: &Session) -> Result<Guard<'_>, Errno> {
-    let mut g = procs(a).lock.lock()?;
+    procs(a).lock.lock().map(repaired)
+}
+
+/// A procs lock just taken, its state repaired (every change is one
+/// store: nothing to do but say so).
+fn repaired(mut g: Guard<'_>) -> Guard<'_> {
     if g.recovered() {
         g.repaired();
     }
-    Ok(g)
+    g
 }
 
 /// Locks the table, giving up after `ns` whatever the call's bound: for a
@@ -103,11 +108,7 @@ pub fn lock(a: &Session) -> Result<Guard<'_>, Errno> {
 /// up, nor the object with it.
 pub fn lock_briefly(a: &Session, ns: u64) -> Result<Guard<'_>, Errno> {
     let deadline = crate::sys::time::monotonic_ns().saturating_add(ns);
-    let mut g = procs(a).lock.lock_until_only(deadline)?;
-    if g.recovered() {
-        g.repaired();
-    }
-    Ok(g)
+    procs(a).lock.lock_until_only(deadline).map(repaired)
 }
 
 /// The table, checked against the heap. Procs lock held.

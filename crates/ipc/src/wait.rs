@@ -485,11 +485,7 @@ impl park::Park for RealPark<'_, '_> {
         if !self.deaths.is_empty() && crate::intr::handlers_noted() {
             return wait_or_death(word, expected, self.deaths, &self.spent, slice);
         }
-        match lock::futex_wait(word, expected, slice) {
-            Woke::Woken => park::Wake::Woken,
-            Woke::TimedOut => park::Wake::TimedOut,
-            Woke::Interrupted => park::Wake::Interrupted,
-        }
+        wait_on(word, expected, slice)
     }
     fn wake(&self, word: &AtomicU32) {
         lock::futex_wake_all(word);
@@ -529,6 +525,15 @@ impl park::Park for RealPark<'_, '_> {
         if let Some(m) = self.mark {
             m.unwatch(self.prev);
         }
+    }
+}
+
+/// A sleeper's futex wait on its state `word` alone.
+fn wait_on(word: &AtomicU32, expected: u32, slice: u64) -> park::Wake {
+    match lock::futex_wait(word, expected, slice) {
+        Woke::Woken => park::Wake::Woken,
+        Woke::TimedOut => park::Wake::TimedOut,
+        Woke::Interrupted => park::Wake::Interrupted,
     }
 }
 
@@ -577,11 +582,7 @@ fn wait_or_death(
         Ok(_) => park::Wake::TimedOut,
         Err(e) if e.0 == libc::ETIMEDOUT => park::Wake::TimedOut,
         Err(crate::errno::Errno::EINTR) => park::Wake::Interrupted,
-        Err(crate::errno::Errno::ENOSYS) => match lock::futex_wait(word, expected, slice) {
-            Woke::Woken => park::Wake::Woken,
-            Woke::TimedOut => park::Wake::TimedOut,
-            Woke::Interrupted => park::Wake::Interrupted,
-        },
+        Err(crate::errno::Errno::ENOSYS) => wait_on(word, expected, slice),
         // A word held another value: the loop looks again.
         Err(_) => park::Wake::Woken,
     }

@@ -52,8 +52,9 @@ extern char **environ;
 #define MARKED_MAX 1024
 
 /* The room a marked copy of `envp` needs (its entries, the mark and the
- * NULL), or 0 when it is passed as it is. */
-static size_t room_for(int st, char *const envp[]) {
+ * NULL), or 0 when it is passed as it is. Also the `syscall` form's
+ * (ffi/exec.rs). */
+size_t __ipcns_c_room_for(int st, char *const envp[]) {
     if (!(st & MARK))
         return 0;
     size_t n = 0;
@@ -65,7 +66,7 @@ static size_t room_for(int st, char *const envp[]) {
 
 /* `envp` with `mark` (EXEC_MARK and this pid, written into it) first, in
  * `out` (`room` entries), or `envp` itself when room is 0. */
-static char *const *marked(char *const envp[], char **out, size_t room, char *mark) {
+char *const *__ipcns_c_marked(char *const envp[], char **out, size_t room, char *mark) {
     if (room == 0)
         return envp;
     char digits[16];
@@ -94,10 +95,10 @@ static char *const *marked(char *const envp[], char **out, size_t room, char *ma
             return -1;                              \
         }                                           \
         int st_ = __ipcns_before_exec();            \
-        size_t room_ = room_for(st_, (envp));       \
+        size_t room_ = __ipcns_c_room_for(st_, (envp));       \
         char *copy_[room_ ? room_ : 1];             \
         char mark_[sizeof EXEC_MARK + 16];          \
-        char *const *env = marked((envp), copy_, room_, mark_); \
+        char *const *env = __ipcns_c_marked((envp), copy_, room_, mark_); \
         int r_ = (call);                            \
         int e_ = errno;                             \
         __ipcns_exec_failed(st_);                   \

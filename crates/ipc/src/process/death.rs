@@ -71,10 +71,6 @@ use core::sync::atomic::Ordering::Relaxed;
 const WORD_AT: u64 = proc::DEATH_WORD_AT;
 const PAGE: u64 = 4096;
 
-fn word<'a>(a: &'a Session, r: &Proc) -> Option<&'a AtomicU32> {
-    proc::death_word(a, r)
-}
-
 /// What a record's death word says.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Word {
@@ -88,7 +84,7 @@ pub(crate) enum Word {
 
 /// Reads record `r`'s death word.
 pub(crate) fn read(a: &Session, r: &Proc) -> Word {
-    match word(a, r).map(|w| w.load(Relaxed)) {
+    match proc::death_word(a, r).map(|w| w.load(Relaxed)) {
         Some(w) if w & robust::OWNER_DIED != 0 => Word::Marked,
         Some(w) if w & robust::TID_MASK != 0 => Word::Armed,
         _ => Word::Unknown,
@@ -104,7 +100,7 @@ pub(crate) fn arm(a: &Session, idx: u32) -> Result<(), Errno> {
     if me.entry.load(Relaxed) != 0 && me.generation.load(Relaxed) == generation {
         let w = {
             let _g = proc::lock(a)?;
-            word(a, proc::record(a, idx)?)
+            proc::death_word(a, proc::record(a, idx)?)
         };
         let linked_by = me.tid.load(Relaxed);
         match w.map(|w| w.load(Relaxed)) {
@@ -140,7 +136,7 @@ pub(crate) fn arm(a: &Session, idx: u32) -> Result<(), Errno> {
             }
             proc::set_death_page(r, p);
         }
-        match (proc::death_page(r), word(a, r)) {
+        match (proc::death_page(r), proc::death_word(a, r)) {
             (Some(p), Some(w)) => (p, w),
             _ => return Ok(()),
         }
@@ -239,7 +235,7 @@ pub(crate) fn disarm(a: &Session, r: &Proc) -> bool {
     // fork generation), and not taken out since (`entry` is swapped out
     // once).
     unsafe { robust::unlink(entry) };
-    if let Some(w) = word(a, r) {
+    if let Some(w) = proc::death_word(a, r) {
         w.store(0, Relaxed);
     }
     true

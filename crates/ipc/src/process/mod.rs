@@ -45,7 +45,7 @@ pub fn reap_marked(a: &Session, idxs: &[u32], patience_ns: u64) -> Result<u32, E
         let (pid, start) = {
             let _g = proc::lock(a)?;
             let r = proc::record(a, idx)?;
-            if r.state.load(Relaxed) != LIVE || death::read(a, r) != death::Word::Marked {
+            if r.state.load(Relaxed) != LIVE || !proc::death_marked(a, r) {
                 continue;
             }
             (r.pid.load(Relaxed), r.start.load(Relaxed))

@@ -104,41 +104,18 @@ pub fn of_set<'a>(a: &'a Session, s: &'a SemSlot) -> impl Iterator<Item = u64> +
     chain(a, s.undos.load(Relaxed), true)
 }
 
-/// The records of the set's SEM_UNDO holders whose death words are
-/// marked (their processes may have died: `process/death.rs`), at most
-/// [`MARKED_MAX`]. Set lock held; takes the procs lock if the set has
-/// entries.
-pub fn marked_holders(a: &Session, s: &SemSlot) -> Vec<u32> {
-    let mut out = Vec::new();
-    if s.undos.load(Relaxed) == 0 {
-        return out;
-    }
-    // Not held up by a participant that keeps the table locked (a look
-    // that finds nothing only leaves the dead to the reapers).
-    let Ok(_g) = proc::lock_briefly(a, HOLDERS_LOOK_NS) else {
-        return out;
-    };
-    for off in of_set(a, s) {
-        let Ok(h) = head(a, off) else { break };
-        let idx = h.proc.load(Relaxed);
-        if h.applied.load(Relaxed) == 0
-            && proc::record(a, idx).is_ok_and(|r| proc::death_marked(a, r))
-            && !out.contains(&idx)
-        {
-            out.push(idx);
-            if out.len() == MARKED_MAX {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The death words of the set's SEM_UNDO holders (`process/death.rs`),
-/// with their records, at most [`WATCHED_MAX`]: what a sleeper on the set
-/// watches, since a holder's death may complete it. Set lock held; takes
-/// the procs lock briefly if the set has entries.
-pub fn holder_deaths<'a>(a: &'a Session, s: &SemSlot) -> Vec<(u32, &'a AtomicU32)> {
+/// The set's SEM_UNDO holders (distinct records with an entry not yet
+/// applied) for which `pick` gives something, with their record indices,
+/// at most `max`. Set lock held; takes the procs lock if the set has
+/// entries, waiting no longer than [`HOLDERS_LOOK_NS`]: a participant that
+/// keeps the table locked does not hold up the set (a look that finds
+/// nothing only leaves the dead to the reapers).
+fn holders<'a, T>(
+    a: &'a Session,
+    s: &SemSlot,
+    max: usize,
+    mut pick: impl FnMut(&'a Proc) -> Option<T>,
+) -> Vec<(u32, T)> {
     let mut out = Vec::new();
     if s.undos.load(Relaxed) == 0 {
         return out;
@@ -152,23 +129,40 @@ pub fn holder_deaths<'a>(a: &'a Session, s: &SemSlot) -> Vec<(u32, &'a AtomicU32
         if h.applied.load(Relaxed) != 0 || out.iter().any(|&(i, _)| i == idx) {
             continue;
         }
-        if let Some(w) = proc::record(a, idx)
-            .ok()
-            .and_then(|r| proc::death_word(a, r))
-        {
-            // FUTEX_WAITERS in an armed word: the kernel wakes a waiter
-            // when it marks it (`wait.rs`). The owner ignores the bit.
-            let v = w.load(Relaxed);
-            if v & robust::TID_MASK != 0 && v & (robust::OWNER_DIED | robust::WAITERS) == 0 {
-                let _ = w.compare_exchange(v, v | robust::WAITERS, Relaxed, Relaxed);
-            }
-            out.push((idx, w));
-            if out.len() == WATCHED_MAX {
+        if let Some(t) = proc::record(a, idx).ok().and_then(&mut pick) {
+            out.push((idx, t));
+            if out.len() == max {
                 break;
             }
         }
     }
     out
+}
+
+/// The records of the set's SEM_UNDO holders whose death words are
+/// marked (their processes may have died: `process/death.rs`), at most
+/// [`MARKED_MAX`]. Set lock held.
+pub fn marked_holders(a: &Session, s: &SemSlot) -> Vec<u32> {
+    holders(a, s, MARKED_MAX, |r| proc::death_marked(a, r).then_some(()))
+        .into_iter()
+        .map(|(idx, ())| idx)
+        .collect()
+}
+
+/// The death words of the set's SEM_UNDO holders (`process/death.rs`),
+/// with their records, at most [`WATCHED_MAX`]: what a sleeper on the set
+/// watches, since a holder's death may complete it. Set lock held.
+pub fn holder_deaths<'a>(a: &'a Session, s: &SemSlot) -> Vec<(u32, &'a AtomicU32)> {
+    holders(a, s, WATCHED_MAX, |r| {
+        let w = proc::death_word(a, r)?;
+        // FUTEX_WAITERS in an armed word: the kernel wakes a waiter when
+        // it marks it (`wait.rs`). The owner ignores the bit.
+        let v = w.load(Relaxed);
+        if v & robust::TID_MASK != 0 && v & (robust::OWNER_DIED | robust::WAITERS) == 0 {
+            let _ = w.compare_exchange(v, v | robust::WAITERS, Relaxed, Relaxed);
+        }
+        Some(w)
+    })
 }
 
 /// Holders [`holder_deaths`] returns at most.
@@ -177,7 +171,7 @@ pub const WATCHED_MAX: usize = 64;
 /// Holders [`marked_holders`] returns at most.
 pub const MARKED_MAX: usize = 32;
 
-/// How long [`marked_holders`] waits for the procs lock.
+/// How long [`holders`] waits for the procs lock.
 const HOLDERS_LOOK_NS: u64 = 2_000_000;
 
 /// The entries on a process's list (procs lock held); a bad link ends it.

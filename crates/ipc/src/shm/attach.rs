@@ -475,6 +475,16 @@ pub(crate) fn shmat(
     Ok(mapped)
 }
 
+/// Record `me`'s attachment at `addr` (not detached), if any. Takes the
+/// procs lock.
+fn attached_at(a: &Session, me: u32, addr: usize) -> SysResult<Option<u64>> {
+    let _g = proc::lock(a)?;
+    Ok(list(a, proc::record(a, me)?).find(|&off| {
+        entry(a, off)
+            .is_ok_and(|e| e.addr.load(Relaxed) == addr as u64 && e.state.load(Relaxed) != DETACHED)
+    }))
+}
+
 /// [`Namespace::shmdt`](crate::Namespace::shmdt)'s work.
 pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
     // "if (addr & ~PAGE_MASK) return retval;" (-EINVAL)
@@ -482,15 +492,7 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
         return Err(Errno::EINVAL);
     }
     let me = a.me()?;
-    let found = {
-        let _g = proc::lock(a)?;
-        list(a, proc::record(a, me)?).find(|&off| {
-            entry(a, off).is_ok_and(|e| {
-                e.addr.load(Relaxed) == shmaddr as u64 && e.state.load(Relaxed) != DETACHED
-            })
-        })
-    };
-    let Some(off) = found else {
+    let Some(off) = attached_at(a, me, shmaddr)? else {
         return Err(Errno::EINVAL);
     };
     // The length this image mapped there; the arena's (bounded) only if
@@ -537,15 +539,7 @@ pub(crate) fn remap(
         return Ok(None);
     };
     let me = a.me()?;
-    let found = {
-        let _g = proc::lock(a)?;
-        list(a, proc::record(a, me)?).find(|&off| {
-            entry(a, off).is_ok_and(|e| {
-                e.addr.load(Relaxed) == at as u64 && e.state.load(Relaxed) != DETACHED
-            })
-        })
-    };
-    let Some(off) = found else {
+    let Some(off) = attached_at(a, me, at)? else {
         return Ok(None);
     };
     // "if (start + size > vma->vm_end)": the next mapping is another

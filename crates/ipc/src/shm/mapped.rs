@@ -77,37 +77,41 @@ pub fn take(addr: usize) -> Option<usize> {
     None
 }
 
+/// The entries whose bits are set: `(k, address, length)` of each that
+/// holds an attachment now (an entry may change as it is read: the callers
+/// check what they act on).
+fn in_use() -> impl Iterator<Item = (usize, usize, usize)> {
+    USED.iter().enumerate().flat_map(|(w, word)| {
+        let mut bits = word.load(Relaxed);
+        core::iter::from_fn(move || {
+            while bits != 0 {
+                let k = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let a = ADDR[k].load(Acquire);
+                if a > BUSY {
+                    return Some((k, a, LEN[k].load(Relaxed)));
+                }
+            }
+            None
+        })
+    })
+}
+
 /// The attachment this image mapped that holds `addr`: its address and
 /// length.
 pub fn containing(addr: usize) -> Option<(usize, usize)> {
-    for (w, word) in USED.iter().enumerate() {
-        let mut bits = word.load(Relaxed);
-        while bits != 0 {
-            let k = w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let a = ADDR[k].load(Acquire);
-            let len = LEN[k].load(Relaxed);
-            if a > BUSY && a <= addr && addr - a < len {
-                return Some((a, len));
-            }
-        }
-    }
-    None
+    in_use()
+        .find(|&(_, a, len)| a <= addr && addr - a < len)
+        .map(|(_, a, len)| (a, len))
 }
 
 /// Forgets the attachments lying inside `[start, end)` (a SHM_REMAP
 /// mapping replaced them).
 pub fn forget_inside(start: usize, end: usize) {
-    for (w, word) in USED.iter().enumerate() {
-        let mut bits = word.load(Relaxed);
-        while bits != 0 {
-            let k = w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let a = ADDR[k].load(Acquire);
-            if a > BUSY && a >= start && a.saturating_add(LEN[k].load(Relaxed)) <= end {
-                word.fetch_and(!(1 << (k % 64)), Relaxed);
-                let _ = ADDR[k].compare_exchange(a, 0, Release, Relaxed);
-            }
+    for (k, a, len) in in_use() {
+        if a >= start && a.saturating_add(len) <= end {
+            USED[k / 64].fetch_and(!(1 << (k % 64)), Relaxed);
+            let _ = ADDR[k].compare_exchange(a, 0, Release, Relaxed);
         }
     }
 }

@@ -28,7 +28,7 @@
 
 use crate::next;
 use crate::state;
-use core::ffi::{c_int, c_long};
+use core::ffi::{c_char, c_int, c_long};
 
 /// The exec family's exported names: each a jump to its C body in
 /// `c/exec.c` (`__ipcns_c_NAME`), which the linker's export list (Rust's
@@ -121,16 +121,19 @@ pub extern "C" fn __ipcns_exec_failed(frozen: c_int) {
 /// As the program's own call.
 pub unsafe fn syscall_exec(n: c_long, mut a: [c_long; 6]) -> c_long {
     let st = __ipcns_before_exec();
-    // The environment, marked as `c/exec.c` marks it (on the stack: an
+    // The environment, marked by `c/exec.c`'s own code (on the stack: an
     // exec may come from a vfork child; a longer one goes unmarked).
     let which = if n == libc::SYS_execveat { 3 } else { 2 };
-    let mut copy = [core::ptr::null::<core::ffi::c_char>(); MARKED_MAX];
-    let mut mark = [0u8; 40];
-    if st & MARK != 0 {
-        // SAFETY: the program's environment array, NULL-terminated as
-        // execve requires (or NULL: none).
-        if let Some(env) = unsafe { marked(a[which] as *const *const _, &mut copy, &mut mark) } {
-            a[which] = env as c_long;
+    let envp = a[which] as *const *mut c_char;
+    let mut copy = [core::ptr::null_mut::<c_char>(); MARKED_MAX];
+    let mut mark = [0 as c_char; 40];
+    // SAFETY: the program's environment array, NULL-terminated as execve
+    // requires (or NULL: none); the room is at most MARKED_MAX (c/exec.c),
+    // which `copy` holds, and the mark fits in 40 bytes.
+    unsafe {
+        let room = __ipcns_c_room_for(st, envp);
+        if room <= MARKED_MAX {
+            a[which] = __ipcns_c_marked(envp, copy.as_mut_ptr(), room, mark.as_mut_ptr()) as c_long;
         }
     }
     // SAFETY: the program's own system call, its environment marked.
@@ -141,60 +144,20 @@ pub unsafe fn syscall_exec(n: c_long, mut a: [c_long; 6]) -> c_long {
     r
 }
 
-/// Room for a marked environment on the stack (`c/exec.c`: MARKED_MAX).
+/// `c/exec.c`'s MARKED_MAX: the room [`__ipcns_c_room_for`] asks at most.
 const MARKED_MAX: usize = 1024;
 
-/// `envp` with `EXEC_MARK=PID` first, copied into `out` (the mark written
-/// into `mark`), or None when it does not fit.
-///
-/// # Safety
-/// `envp` is NULL or a NULL-terminated array of pointers.
-unsafe fn marked(
-    envp: *const *const core::ffi::c_char,
-    out: &mut [*const core::ffi::c_char; MARKED_MAX],
-    mark: &mut [u8; 40],
-) -> Option<*const *const core::ffi::c_char> {
-    let text = format_mark(mark);
-    out[0] = text;
-    let mut i = 0;
-    while !envp.is_null() {
-        // SAFETY: within the array, up to its NULL (the caller's promise).
-        let p = unsafe { *envp.add(i) };
-        if p.is_null() {
-            break;
-        }
-        *out.get_mut(i + 1).filter(|_| i + 2 < MARKED_MAX)? = p;
-        i += 1;
-    }
-    out[i + 1] = core::ptr::null();
-    Some(out.as_ptr())
-}
-
-/// Writes `EXEC_MARK=PID` and a NUL into `buf` without allocating.
-fn format_mark(buf: &mut [u8; 40]) -> *const core::ffi::c_char {
-    let mut w = 0;
-    for &b in EXEC_MARK.as_bytes().iter().chain(b"=") {
-        buf[w] = b;
-        w += 1;
-    }
-    let mut digits = [0u8; 12];
-    let mut k = 0;
-    let mut p = ipcns_sys::process::getpid().unsigned_abs();
-    loop {
-        digits[k] = b'0' + (p % 10) as u8;
-        k += 1;
-        p /= 10;
-        if p == 0 {
-            break;
-        }
-    }
-    while k > 0 {
-        k -= 1;
-        buf[w] = digits[k];
-        w += 1;
-    }
-    buf[w] = 0;
-    buf.as_ptr().cast()
+unsafe extern "C" {
+    /// `c/exec.c`: the room a marked copy of `envp` needs, 0 for none.
+    fn __ipcns_c_room_for(st: c_int, envp: *const *mut c_char) -> usize;
+    /// `c/exec.c`: `envp` marked into `out` (`room` entries), the mark
+    /// written into `mark`; `envp` itself when `room` is 0.
+    fn __ipcns_c_marked(
+        envp: *const *mut c_char,
+        out: *mut *mut c_char,
+        room: usize,
+        mark: *mut c_char,
+    ) -> *const *mut c_char;
 }
 
 /// After a wait returned `pid` with `status` (the wait status word): if
