@@ -57,11 +57,17 @@ extern char **environ;
 size_t __ipcns_c_room_for(int st, char *const envp[]) {
     if (!(st & MARK))
         return 0;
+    /* Only for a new image that preloads a library (ours, as far as it
+     * can be told): another would keep the mark in its environment. */
     size_t n = 0;
-    while (envp && envp[n])
+    int preload = 0;
+    while (envp && envp[n]) {
+        if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
+            preload = 1;
         if (++n >= MARKED_MAX)
             return 0;
-    return n + 2;
+    }
+    return preload ? n + 2 : 0;
 }
 
 /* `envp` with `mark` (EXEC_MARK and this pid, written into it) first, in
@@ -79,7 +85,9 @@ char *const *__ipcns_c_marked(char *const envp[], char **out, size_t room, char 
         mark[m++] = digits[--k];
     mark[m] = 0;
     out[0] = mark;
-    for (size_t i = 1; i < room; i++)
+    /* The entries (none when envp is NULL, which Linux takes as empty),
+     * then the NULL. */
+    for (size_t i = 1; i + 1 < room; i++)
         out[i] = envp[i - 1];
     out[room - 1] = NULL;
     return out;

@@ -82,6 +82,12 @@ int main(int argc, char **argv)
 			exit(2);
 		exit(0);
 	}
+	if (argc == 2 && strcmp(argv[1], "bare") == 0) {
+		/* An image exec'd with an empty environment (no library):
+		 * nothing of ours left in it. */
+		SAY("bare image: environment %s", environ && environ[0] ? environ[0] : "(empty)");
+		return 0;
+	}
 	s = semget(0x5401, 4, IPC_CREAT | 0600);
 	h = shmget(0x7401, 4096, IPC_CREAT | 0600);
 	int fd;
@@ -176,6 +182,24 @@ int main(int argc, char **argv)
 	close(go[1]);
 	observe("after the new image's exit", fd, 3, c);
 	waitpid(c, NULL, 0);
+
+	/* A process with a record execs with a NULL environment (Linux
+	 * takes it as empty), through execve and through syscall(). */
+	for (int how = 0; how < 2; how++) {
+		c = fork();
+		if (c == 0) {
+			take(3);
+			char *av[] = { argv[0], "bare", NULL };
+			if (how == 0)
+				execve("/proc/self/exe", av, NULL);
+			else
+				syscall(SYS_execve, "/proc/self/exe", av, NULL);
+			_exit(1);
+		}
+		int st;
+		waitpid(c, &st, 0);
+		SAY("exec with a NULL environment: exited %d, status %d", WIFEXITED(st), WEXITSTATUS(st));
+	}
 
 	/* A vfork child that execs: the parent's attachment stays counted. */
 	char *mine = shmat(h, NULL, 0);
