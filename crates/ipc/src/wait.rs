@@ -475,6 +475,84 @@ struct RealPark<'w, 't> {
     prev: usize,
     /// How long to spin before the first futex wait.
     spin: u64,
+    /// What a stop of the process does to the wait ([`OnStop`]), and
+    /// what it needs to see one.
+    stop: StopWatch,
+}
+
+/// What a stop of the process (SIGSTOP, SIGTSTP, ... and SIGCONT, no
+/// handler) does to a blocked call. signal(7): semop and semtimedop fail
+/// with EINTR after it, msgsnd and msgrcv are restarted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum OnStop {
+    Eintr,
+    Restart,
+}
+
+/// Sees a stop of the process during a futex wait, which the kernel
+/// hides: the wait is interrupted with ERESTARTSYS (or its timed form),
+/// the thread stops, and after SIGCONT the wait starts again, with no
+/// handler to tell. What shows is the thread's count of voluntary
+/// context switches (`ru_nvcsw`): a futex wait that sleeps once adds 1
+/// (and 0 when it returns at once); a stop adds its own, and the wait
+/// started again after it another. So the count is read before the
+/// sleeper's first futex wait and after each wait that did not end the
+/// call (not after one that completed it: the operation happened, and
+/// wins), and a count that grew by more than the waits made says the
+/// thread blocked somewhere else: a wait was interrupted by a signal
+/// without a handler and started again. The kernel's semop sees that
+/// same signal (it is woken with one pending, and returns EINTR whatever
+/// the signal turns out to be: a stop, or one discarded), so EINTR is
+/// Linux's answer either way. The tick between slices (which may block
+/// on locks) starts the count again. Not seen: a stop while the sleeper
+/// spins (its first 20 µs), and one that lands before the futex wait
+/// sleeps when the wait started again then returns at once.
+struct StopWatch {
+    on: OnStop,
+    /// The count before the first wait since the last tick, if read.
+    base: core::cell::Cell<Option<i64>>,
+    /// Futex waits made since `base` was read.
+    waits: core::cell::Cell<i64>,
+    /// A stop was seen.
+    seen: core::cell::Cell<bool>,
+}
+
+impl StopWatch {
+    fn new(on: OnStop) -> StopWatch {
+        StopWatch {
+            on,
+            base: core::cell::Cell::new(None),
+            waits: core::cell::Cell::new(0),
+            seen: core::cell::Cell::new(false),
+        }
+    }
+
+    /// Before a futex wait.
+    fn before(&self) {
+        if self.on == OnStop::Eintr && self.base.get().is_none() {
+            self.base.set(crate::sys::process::voluntary_switches());
+            self.waits.set(0);
+        }
+    }
+
+    /// After a futex wait that left the record not DONE: whether the
+    /// thread was stopped (or otherwise blocked) beyond its waits.
+    fn after(&self) -> bool {
+        self.waits.set(self.waits.get() + 1);
+        let (Some(base), Some(now)) = (self.base.get(), crate::sys::process::voluntary_switches())
+        else {
+            return false;
+        };
+        if now - base > self.waits.get() {
+            self.seen.set(true);
+        }
+        self.seen.get()
+    }
+
+    /// After the tick (which may block on locks).
+    fn restart(&self) {
+        self.base.set(None);
+    }
 }
 
 impl park::Park for RealPark<'_, '_> {
@@ -482,10 +560,19 @@ impl park::Park for RealPark<'_, '_> {
         now_ns()
     }
     fn wait(&self, word: &AtomicU32, expected: u32, slice: u64) -> park::Wake {
-        if !self.deaths.is_empty() && crate::intr::handlers_noted() {
-            return wait_or_death(word, expected, self.deaths, &self.spent, slice);
+        self.stop.before();
+        let r = if !self.deaths.is_empty() && crate::intr::handlers_noted() {
+            wait_or_death(word, expected, self.deaths, &self.spent, slice)
+        } else {
+            wait_on(word, expected, slice)
+        };
+        if self.stop.on == OnStop::Eintr
+            && word.load(core::sync::atomic::Ordering::Acquire) != park::DONE
+            && self.stop.after()
+        {
+            return park::Wake::Interrupted;
         }
-        wait_on(word, expected, slice)
+        r
     }
     fn wake(&self, word: &AtomicU32) {
         lock::futex_wake_all(word);
@@ -512,9 +599,10 @@ impl park::Park for RealPark<'_, '_> {
         let new = spent & !self.told;
         self.told = spent;
         (self.tick)(new);
+        self.stop.restart();
     }
     fn noted(&self) -> bool {
-        self.mark.is_some_and(|m| m.interrupted())
+        self.stop.seen.get() || self.mark.is_some_and(|m| m.interrupted())
     }
     fn watch(&mut self, word: &AtomicU32) {
         if let Some(m) = self.mark {
@@ -607,6 +695,7 @@ fn as_waker<R>(w: &Waiter, f: impl FnOnce(&RealPark<'_, '_>) -> R) -> R {
         mark: None,
         prev: 0,
         spin: 0,
+        stop: StopWatch::new(OnStop::Restart),
     })
 }
 
@@ -615,8 +704,9 @@ fn as_waker<R>(w: &Waiter, f: impl FnOnce(&RealPark<'_, '_>) -> R) -> R {
 /// of the call: `intr.rs`), calling `tick` every 100 ms of sleep
 /// ([`park::sleep`]), and at once when one of `deaths` is marked (see
 /// [`wait_or_death`]), with the bits of the words marked since its last
-/// call (bit `i` for `deaths[i]`). No lock held. The record is the
-/// caller's.
+/// call (bit `i` for `deaths[i]`), or, with [`OnStop::Eintr`], the process
+/// is stopped and continued ([`StopWatch`]; ends as a handler's note).
+/// No lock held. The record is the caller's.
 ///
 /// It spins first ([`SPIN_NS`]) only if `first`: the record was among the
 /// first [`SPINNERS`] of its queue when it was queued (`among_first`),
@@ -629,6 +719,7 @@ pub fn sleep<'w>(
     first: bool,
     tick: &mut dyn FnMut(u128),
     deaths: &[&'w AtomicU32],
+    on_stop: OnStop,
 ) -> Slept {
     let mut p = RealPark {
         w,
@@ -639,6 +730,7 @@ pub fn sleep<'w>(
         mark: Some(mark),
         prev: 0,
         spin: if first { SPIN_NS } else { 0 },
+        stop: StopWatch::new(on_stop),
     };
     park::sleep(&w.state, &w.status, deadline, &mut p)
 }

@@ -4,7 +4,8 @@
 //! # Safety
 //! These calls take numbers only, except `getrandom`, which is given a
 //! buffer we own with its true length, `wait4`, a status word of ours,
-//! and `tid_address`, a word of ours.
+//! `tid_address`, a word of ours, and `voluntary_switches`, a `rusage`
+//! of ours.
 #![allow(unsafe_code)]
 
 use super::fd::Fd;
@@ -125,6 +126,26 @@ pub fn membarrier(cmd: i32) -> Result<(), Errno> {
 pub fn sched_yield() {
     // SAFETY: no argument; cannot fail.
     let _ = unsafe { syscall0(libc::SYS_sched_yield) };
+}
+
+/// How many times the calling thread gave up its cpu because it blocked
+/// (`getrusage(RUSAGE_THREAD)`'s `ru_nvcsw`): each sleep in a system call
+/// that switched to another task, and each stop of the process (a stop
+/// is a sleep of its own). None if the kernel refuses.
+pub fn voluntary_switches() -> Option<i64> {
+    let mut r = core::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: the kernel writes one `rusage` at the address, which is
+    // ours and that large.
+    let rc = unsafe {
+        syscall2(
+            libc::SYS_getrusage,
+            libc::RUSAGE_THREAD as usize,
+            r.as_mut_ptr() as usize,
+        )
+    };
+    // SAFETY: zeroed, then written by the kernel on success: every field
+    // is an integer.
+    rc.ok().map(|_| unsafe { r.assume_init() }.ru_nvcsw)
 }
 
 /// `prctl(PR_GET_TID_ADDRESS)`: the address the kernel clears at this

@@ -687,6 +687,7 @@ pub(super) fn sleep(f: &Found<'_, MsgSlot>, w: &Waiter, mark: wait::Mark, first:
             core::mem::take(&mut first),
             &mut |_| {},
             &[],
+            wait::OnStop::Restart,
         );
         match slept {
             Slept::Done(_) => return Woke::Done,

@@ -752,7 +752,15 @@ fn sleep_queued(
             let _ = a.reap();
         }
     };
-    let result = match wait::sleep(w, deadline, mark, first, &mut tick, &words) {
+    let result = match wait::sleep(
+        w,
+        deadline,
+        mark,
+        first,
+        &mut tick,
+        &words,
+        wait::OnStop::Eintr,
+    ) {
         Slept::Done(status) => status,
         gave_up => {
             // Leave the queue, unless a waker finished us meanwhile

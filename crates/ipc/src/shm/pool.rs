@@ -313,9 +313,39 @@ pub(crate) fn map(
 ) -> Result<usize, Errno> {
     let write = prot & libc::PROT_WRITE != 0;
     let h = handle(a, write, false).map_err(map_open)?;
+    if !write
+        && h.writable
+        && let Some(ro) = read_only(&h)
+    {
+        return crate::arena::map::map_segment_at(&ro, range, len, addr, prot, replace);
+    }
     Fd::with_raw(h.fd, |f| {
         crate::arena::map::map_segment_at(f, range, len, addr, prot, replace)
     })
+}
+
+/// A descriptor on the pool open for reading only, for a read-only
+/// attachment (SHM_RDONLY): a shared mapping of a descriptor open for
+/// writing may be made writable later (`mprotect` with PROT_WRITE), where
+/// the kernel's read-only attachment, of a shm file opened read-only,
+/// answers EACCES. Opened afresh through `/proc/self/fd` (shmat then pays
+/// an open and a close) and checked to be the pool; None where that
+/// cannot be had (no /proc, a pool this caller may not open by itself:
+/// a descendant that changed uid, holding `IPCNS_POOL_FD`), and the
+/// attachment is then mapped through the shared descriptor.
+fn read_only(h: &Handle) -> Option<Fd> {
+    let path = format!("/proc/self/fd/{}", h.fd);
+    let f = crate::sys::fs::open(
+        std::path::Path::new(&path),
+        libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0,
+    )
+    .ok()?;
+    let ro = Handle {
+        fd: f.raw(),
+        ..*h
+    };
+    ro.holds_pool().then_some(f)
 }
 
 /// Gives back the pages of the range the destroyed record `s` names, if

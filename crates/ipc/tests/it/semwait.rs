@@ -23,7 +23,8 @@
 //! (g) a multi-sop waiter; then (h) the kernel's order of wake-ups (zero
 //! first), (i) its GETZCNT of a complex waiter, (j) a signal at once,
 //! (k) and (l) a stopped waiter, (m) waiters that fail when tried again.
-//! Those marked KNOWN DIFFERENCE fail on purpose: ipcns differs there.
+//! The one marked KNOWN DIFFERENCE (l) prints its table instead of
+//! failing: ipcns differs there (the core's README says how).
 
 use crate::support::{self, TestNs};
 use ipcns::abi::*;
@@ -589,11 +590,9 @@ fn e_signal_handler_is_eintr() {
 
 /// (f) A waiter killed with SIGKILL leaves the queue (GETNCNT drops at
 /// once) and takes nothing: the next post goes to the waiter behind it,
-/// the one after stays.
-///
-/// KNOWN DIFFERENCE (fails on purpose): after the kill and the reaping,
-/// GETNCNT is 1 on Linux (the dying task unlinks itself), 2 on ipcns (the
-/// dead sleeper's record is counted until a waker drops it).
+/// the one after stays. After the kill and the reaping GETNCNT is 1 (the
+/// dying task unlinked itself; ipcns drops a dead sleeper's record before
+/// it counts).
 #[test]
 fn f_killed_waiter_takes_nothing() {
     differential("f_killed_waiter_takes_nothing", 1, |st| {
@@ -624,10 +623,6 @@ fn g_multi_sop_waits_for_both() {
 /// post that brings s0 to zero completes the zero-waiter, even though a
 /// complex waiter queued earlier, completed by the same post, raises s0
 /// again.
-///
-/// KNOWN DIFFERENCE (fails on purpose): ipcns tries its one queue in
-/// arrival order, so the complex waiter raises s0 back to 1 first and the
-/// zero-waiter stays queued (until the SETVAL to 0).
 #[test]
 fn h_zero_waiters_before_alters() {
     differential("h_zero_waiters_before_alters", 2, |st| {
@@ -642,11 +637,8 @@ fn h_zero_waiters_before_alters() {
 
 /// (i) GETZCNT of a complex waiter for zero counts it on the semaphore it
 /// last blocked on; the kernel tries it again only when a semaphore the
-/// post touched became zero (`do_smart_wakeup_zero`).
-///
-/// KNOWN DIFFERENCE (fails on purpose): after `s0 +1` Linux still counts
-/// the waiter on s1 (not tried again: s0 did not become zero), ipcns on s0
-/// (it tries every sleeper after every alter).
+/// post touched became zero (`do_smart_wakeup_zero`): after `s0 +1` it
+/// is still counted on s1.
 #[test]
 fn i_complex_zero_waiter_counts() {
     differential("i_complex_zero_waiter_counts", 2, |st| {
@@ -684,9 +676,10 @@ fn j_signal_as_soon_as_queued() {
 /// the wait (the waiter leaves the queue with EINTR before it stops), so
 /// the post stays, and after SIGCONT the call fails with EINTR.
 ///
-/// KNOWN DIFFERENCE (fails on purpose): an ipcns waiter stays queued while
-/// stopped: GETNCNT counts it, the post completes its decrement for it,
-/// and after SIGCONT its call returns 0.
+/// KNOWN DIFFERENCE (reported, not failed): an ipcns waiter stays queued
+/// while stopped (no code of its runs until SIGCONT, and only the kernel
+/// knows it is stopped): GETNCNT counts it, the post completes its
+/// decrement for it, and after SIGCONT its call returns 0.
 #[test]
 fn l_post_while_stopped() {
     known_difference("l_post_while_stopped", 1, |st| {
@@ -721,14 +714,13 @@ fn m_retried_waiters_can_fail() {
 }
 
 /// (k) A waiter stopped (SIGSTOP) and continued (SIGCONT), with no
-/// handler: on Linux its semtimedop fails with EINTR (signal(7)).
-///
-/// KNOWN DIFFERENCE (fails on purpose): ipcns's FUTEX_WAIT is restarted
-/// transparently after SIGCONT (no handler ran), so the call sleeps its
-/// full timeout and fails with EAGAIN.
+/// handler: on Linux its semtimedop fails with EINTR (signal(7)). An
+/// ipcns sleeper's FUTEX_WAIT is started again by the kernel after
+/// SIGCONT, with no handler to tell; the sleeper sees the stop in its
+/// count of voluntary context switches (`wait.rs`, `StopWatch`).
 #[test]
 fn k_stop_and_continue_is_eintr() {
-    known_difference("k_stop_and_continue_is_eintr", 1, |st| {
+    differential("k_stop_and_continue_is_eintr", 1, |st| {
         st.spawn_blocked("P", Wait::on(&[op(0, -1)]).timeout(2000), 1);
         std::thread::sleep(Duration::from_millis(50));
         st.signal("P", libc::SIGSTOP);

@@ -148,6 +148,24 @@ fn signal_handlers() {
     differential("signals", "signals", false);
 }
 
+/// The memory calls on attachments: mprotect of a read-only attachment
+/// to PROT_WRITE is EACCES as on the kernel, the other protections and
+/// madvise answer as there.
+#[test]
+fn memory_calls_on_attachments() {
+    differential("attachments", "attachments", false);
+}
+
+/// A stop and a continue (SIGSTOP, SIGCONT, no handler) of a process
+/// blocked in semop or semtimedop: EINTR, as on the kernel (one thread,
+/// two threads, a stop longer than the timeout, a SIGCONT handler); a
+/// SIGCONT alone changes nothing; msgrcv and msgsnd go on waiting and
+/// succeed.
+#[test]
+fn stop_and_continue() {
+    differential("stops", "stops", false);
+}
+
 /// SIGSEGV and SIGBUS with the library's copies that may fault: bad
 /// pointers on the heap, in mappings, past a file's end are EFAULT on
 /// every thread (fault signals blocked, inside a SIGSEGV handler too); the
