@@ -46,6 +46,11 @@ impl Handle {
         (fd as u64 + 1) | (ino & 0x7fff_ffff) << 32 | u64::from(writable) << 63
     }
 
+    /// The pool's inode, low 31 bits (what the tag was made of).
+    pub(crate) fn ino31(&self) -> u64 {
+        (self.tag ^ MAGIC) & 0x7fff_ffff
+    }
+
     /// Whether the number is still the pool (an `fstat`).
     pub(crate) fn holds_pool(&self) -> bool {
         Fd::with_raw(self.fd, |f| f.stat()).is_ok_and(|m| {

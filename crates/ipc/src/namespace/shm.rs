@@ -42,6 +42,43 @@ impl Namespace {
         crate::shm::attach::shmdt(&self.session, cred, shmaddr)
     }
 
+    /// Whether this process image has attachments (a quick look, for the
+    /// wrappers of the memory calls).
+    #[doc(hidden)]
+    pub fn has_attachments(&self) -> bool {
+        crate::shm::attach::has_attachments()
+    }
+
+    /// After the program's own `munmap` of `[start, end)` or `mmap` with
+    /// MAP_FIXED over it succeeded: attachments it took whole are
+    /// detached (Linux's `shm_close`), those it took in part marked so
+    /// that shmdt unmaps only their other pieces.
+    #[doc(hidden)]
+    pub fn unmapped(&self, cred: &Cred, start: usize, end: usize) -> SysResult<()> {
+        crate::shm::attach::unmapped(&self.session, cred, start, end)
+    }
+
+    /// Before the program's own `mremap(old, old_len, ...)`: the
+    /// attachment it moves whole, for [`Namespace::mremapped`].
+    #[doc(hidden)]
+    pub fn to_mremap(&self, old: usize, old_len: usize) -> Option<usize> {
+        crate::shm::attach::to_mremap(old, old_len)
+    }
+
+    /// After that `mremap` succeeded, with the new address and length:
+    /// shmdt finds a whole attachment at its new address, counted as
+    /// before, as on Linux.
+    #[doc(hidden)]
+    pub fn mremapped(
+        &self,
+        cred: &Cred,
+        whole: Option<usize>,
+        old: (usize, usize),
+        new: (usize, usize),
+    ) -> SysResult<()> {
+        crate::shm::attach::mremapped(&self.session, cred, whole, old, new)
+    }
+
     /// `remap_file_pages(start, size, prot, pgoff, flags)` when `start`
     /// is in an attachment this process image mapped: what Linux does with
     /// a SysV mapping (the attachment closed and opened again: EINVAL, the

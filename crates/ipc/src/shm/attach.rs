@@ -417,7 +417,8 @@ pub(crate) fn shmat(
     }
     // The mapping first (shm_file's mmap), then the count.
     let prot = super::prot_of(rdonly, exec);
-    let (mapped, len) = super::map_segment(a, &b, addr, prot, shmflg & SHM_REMAP != 0, None)?;
+    let (mapped, len, source) =
+        super::map_segment(a, &b, addr, prot, shmflg & SHM_REMAP != 0, None)?;
     let me = match a.me() {
         Ok(me) => me,
         Err(e) => {
@@ -468,9 +469,11 @@ pub(crate) fn shmat(
             forget(a, me, o)?;
         }
     }
-    // What this image mapped, for shmdt (`mapped.rs`).
+    // What this image mapped, for shmdt (`mapped.rs`); attachments the
+    // mapping replaced in part keep their other pieces.
+    let _ = super::mapped::overlapped(mapped, mapped.saturating_add(len));
     super::mapped::forget_inside(mapped, mapped.saturating_add(len));
-    super::mapped::record(mapped, len);
+    super::mapped::record(mapped, len, source);
     a.register_for_fork();
     Ok(mapped)
 }
@@ -498,17 +501,143 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
     // The length this image mapped there; the arena's (bounded) only if
     // the table had no room. An attachment the table does not know was
     // not mapped by this image: counted off, nothing unmapped.
-    let len = match super::mapped::take(shmaddr) {
-        Some(len) => Some(len),
-        None if super::mapped::full() => Some(mapped_len(entry(a, off)?)),
-        None => None,
-    };
-    if let Some(len) = len {
-        super::unmap(shmaddr, len);
+    match super::mapped::take(shmaddr) {
+        Some(t) if t.disturbed => unmap_pieces(shmaddr, t.len, t.source),
+        Some(t) => super::unmap(shmaddr, t.len),
+        None if super::mapped::full() => super::unmap(shmaddr, mapped_len(entry(a, off)?)),
+        None => {}
     }
     uncount(a, off, cred.pid)?;
     forget(a, me, off)?;
     Ok(0)
+}
+
+/// Unmaps the pieces of the attachment `[at, at + len)` that still map
+/// its segment (`source`), as `/proc/self/maps` shows them: the program
+/// unmapped, replaced or moved parts of it with calls of its own, and
+/// what it put in their place is not ours to unmap (Linux's shmdt unmaps
+/// only the range's mappings of the segment's file). Where the maps
+/// cannot be read nothing is unmapped: a mapping left behind is better
+/// than the program's memory taken from it.
+fn unmap_pieces(at: usize, len: usize, source: super::mapped::Source) {
+    let end = at.saturating_add(len);
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    let pieces: Vec<(usize, usize)> = maps
+        .lines()
+        .filter_map(|l| {
+            // lo-hi perms offset dev inode [path]
+            let mut f = l.split_ascii_whitespace();
+            let (lo, hi) = f.next()?.split_once('-')?;
+            let lo = usize::from_str_radix(lo, 16).ok()?;
+            let hi = usize::from_str_radix(hi, 16).ok()?;
+            let offset = u64::from_str_radix(f.nth(1)?, 16).ok()?;
+            let ino: u64 = f.nth(1)?.parse().ok()?;
+            // A pooled segment's pieces lie in its range of the pool
+            // (remap_file_pages may have put any of its pages anywhere).
+            let ours = hi > at
+                && lo < end
+                && ino & 0x7fff_ffff == source.ino31
+                && (source.base == 0 || offset.wrapping_sub(source.base) < 1 << 32);
+            ours.then_some((lo.max(at), hi.min(end)))
+        })
+        .collect();
+    for (lo, hi) in pieces {
+        super::unmap(lo, hi - lo);
+    }
+}
+
+/// The calls of the program's own that unmapped or replaced
+/// `[start, end)` (`munmap`, `mmap` with MAP_FIXED, the destination of
+/// `mremap`), after they succeeded: an attachment of this image they took
+/// whole is detached, as Linux's `shm_close` detaches a mapping that goes
+/// (shm_nattch, dtime and lpid; the segment destroyed if it was removed
+/// and this was its last attachment); one they took in part is marked,
+/// so that shmdt unmaps only its other pieces (Linux counts the pieces a
+/// mapping is split into in shm_nattch; ipcns counts attachments).
+pub(crate) fn unmapped(a: &Session, cred: &Cred, start: usize, end: usize) -> SysResult<()> {
+    let whole = super::mapped::overlapped(start, end);
+    if whole.is_empty() {
+        return Ok(());
+    }
+    let me = a.me()?;
+    for (at, _) in whole {
+        let _ = super::mapped::take(at);
+        if let Some(off) = attached_at(a, me, at)? {
+            uncount(a, off, cred.pid)?;
+            forget(a, me, off)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether this process image has attachments in its table.
+pub(crate) fn has_attachments() -> bool {
+    super::mapped::any()
+}
+
+/// What an `mremap` of `[old, old + old_len)` is about to move: the
+/// attachment of this image it names whole (its address), if any. Called
+/// before the kernel's call, which [`mremapped`] follows.
+pub(crate) fn to_mremap(old: usize, old_len: usize) -> Option<usize> {
+    super::mapped::containing(old).and_then(|(at, len)| (at == old && len == old_len).then_some(at))
+}
+
+/// After a successful `mremap` of `[old, old + old_len)` to
+/// `[new, new + new_len)`: an attachment moved or resized whole (`whole`,
+/// from [`to_mremap`]) is found at its new address by shmdt and counted
+/// as before (Linux moves the vma: shm_nattch unchanged); a pooled
+/// segment's attachment grown past its pages gets an inaccessible
+/// mapping there (Linux's faults with SIGBUS past the segment's file;
+/// here a touch is SIGSEGV, never the pool's next pages); what the
+/// destination replaced is as [`unmapped`] says; a part of an attachment
+/// moved leaves it marked (shmdt unmaps its other pieces only).
+pub(crate) fn mremapped(
+    a: &Session,
+    cred: &Cred,
+    whole: Option<usize>,
+    (old, old_len): (usize, usize),
+    (new, new_len): (usize, usize),
+) -> SysResult<()> {
+    let taken = whole.and_then(super::mapped::take);
+    unmapped(a, cred, new, new.saturating_add(new_len))?;
+    let (Some(at), Some(t)) = (whole, taken) else {
+        let _ = super::mapped::overlapped(old, old.saturating_add(old_len));
+        return Ok(());
+    };
+    if new_len > t.len && t.source.base != 0 {
+        let tail = new + t.len;
+        // SAFETY: the pages past the segment's within the program's own
+        // mapping just grown, which would otherwise show the pool's next
+        // pages: made inaccessible, as the program's touch of them is an
+        // error (SIGBUS on Linux).
+        #[allow(unsafe_code)]
+        let _ = unsafe {
+            crate::sys::mem::mmap_at(
+                tail,
+                new_len - t.len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+    }
+    super::mapped::record(new, new_len, t.source);
+    if t.disturbed {
+        // Still in pieces: marked again (a range of one byte holds no
+        // attachment whole).
+        let _ = super::mapped::overlapped(new, new + 1);
+    }
+    if new != at {
+        let me = a.me()?;
+        if let Some(off) = attached_at(a, me, at)? {
+            let _g = proc::lock(a)?;
+            entry(a, off)?.addr.store(new as u64, Relaxed);
+        }
+    }
+    Ok(())
 }
 
 /// `remap_file_pages(2)` on an attachment this image mapped: `start` and

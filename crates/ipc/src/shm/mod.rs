@@ -107,8 +107,9 @@ pub(crate) fn prot_of(rdonly: bool, exec: bool) -> i32 {
 /// Maps segment `b` for shmat with protection `prot` ([`prot_of`]), at
 /// `addr` (0: anywhere), replacing what is there only with SHM_REMAP.
 /// Errors as do_shmat's mmap gives them: EINVAL for a taken address
-/// without SHM_REMAP, ENOMEM otherwise. Returns the address and the
-/// length mapped.
+/// without SHM_REMAP, ENOMEM otherwise. Returns the address, the length
+/// mapped, and the file it maps with the offset of the segment's first
+/// page in it.
 ///
 /// `part`: `Some((off, len))` maps only the `len` bytes from `off` of the
 /// segment (page aligned, inside its mapped length: EINVAL otherwise) at
@@ -120,7 +121,7 @@ pub(crate) fn map_segment(
     prot: i32,
     remap: bool,
     part: Option<(u64, usize)>,
-) -> Result<(usize, usize), Errno> {
+) -> Result<(usize, usize, mapped::Source), Errno> {
     let map_error = |e| match e {
         Errno::EEXIST => Errno::EINVAL,
         Errno::EACCES | Errno::EPERM => Errno::EACCES,
@@ -150,11 +151,12 @@ pub(crate) fn map_segment(
             .and_then(|l| usize::try_from(l).ok())
             .ok_or(Errno::EIDRM)?;
         let (off, len) = window(whole)?;
-        let mapped = pool::map(a, range + off, len, addr, prot, remap).map_err(|e| match e {
-            Errno::EIDRM | Errno::ENOMEM => e,
-            e => map_error(e),
-        })?;
-        return Ok((mapped, len));
+        let (mapped, ino31) =
+            pool::map(a, range + off, len, addr, prot, remap).map_err(|e| match e {
+                Errno::EIDRM | Errno::ENOMEM => e,
+                e => map_error(e),
+            })?;
+        return Ok((mapped, len, mapped::Source { ino31, base: range }));
     }
     let access = if prot & libc::PROT_WRITE == 0 {
         libc::O_RDONLY
@@ -225,7 +227,11 @@ pub(crate) fn map_segment(
     }
     let mapped =
         crate::arena::map::map_segment_at(&file, off, len, addr, prot, remap).map_err(map_error)?;
-    Ok((mapped, len))
+    let source = mapped::Source {
+        ino31: m.ino & 0x7fff_ffff,
+        base: 0,
+    };
+    Ok((mapped, len, source))
 }
 
 /// The protection of the mapping at `addr`, as `/proc/self/maps` shows it

@@ -310,18 +310,20 @@ pub(crate) fn map(
     addr: usize,
     prot: i32,
     replace: bool,
-) -> Result<usize, Errno> {
+) -> Result<(usize, u64), Errno> {
     let write = prot & libc::PROT_WRITE != 0;
     let h = handle(a, write, false).map_err(map_open)?;
     if !write
         && h.writable
         && let Some(ro) = read_only(&h)
     {
-        return crate::arena::map::map_segment_at(&ro, range, len, addr, prot, replace);
+        return crate::arena::map::map_segment_at(&ro, range, len, addr, prot, replace)
+            .map(|p| (p, h.ino31()));
     }
     Fd::with_raw(h.fd, |f| {
         crate::arena::map::map_segment_at(f, range, len, addr, prot, replace)
     })
+    .map(|p| (p, h.ino31()))
 }
 
 /// A descriptor on the pool open for reading only, for a read-only
@@ -341,10 +343,7 @@ fn read_only(h: &Handle) -> Option<Fd> {
         0,
     )
     .ok()?;
-    let ro = Handle {
-        fd: f.raw(),
-        ..*h
-    };
+    let ro = Handle { fd: f.raw(), ..*h };
     ro.holds_pool().then_some(f)
 }
 

@@ -1,7 +1,8 @@
 //! The exported C functions: the twelve System V IPC calls and `syscall`
 //! for their twelve numbers (here), the set*id family and capset
 //! (`ids.rs`), the signal calls whose handlers are wrapped
-//! (`signals.rs`); and the library's constructor and destructor.
+//! (`signals.rs`), the memory calls that change attachments (`mem.rs`);
+//! and the library's constructor and destructor.
 //!
 //! Every IPC entry runs its Rust body under `catch_unwind`, so no panic
 //! crosses into C: a panic (a bug; none is expected) fails the call with
@@ -25,6 +26,7 @@
 
 mod exec;
 mod ids;
+mod mem;
 mod ns;
 mod open;
 mod signals;
@@ -283,6 +285,10 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_remap_file_pages => {
             return remap(a as usize, b as usize, c as c_int, d as usize, e as c_int);
         }
+        libc::SYS_munmap | libc::SYS_mmap | libc::SYS_mremap => {
+            // SAFETY: the program's own system call, forwarded unchanged.
+            return unsafe { mem::syscall_mem(n, [a, b, c, d, e, f]) };
+        }
         libc::SYS_wait4 | libc::SYS_waitid => {
             // SAFETY: the program's own system call, forwarded unchanged.
             let r = unsafe { next::call_syscall(n, [a, b, c, d, e, f]) };
@@ -314,6 +320,7 @@ pub unsafe extern "C" fn syscall(
 /// on one line.
 extern "C" fn on_load() {
     next::resolve_all();
+    mem::resolve();
     crate::user::fault::set_taker(signals::hold_faults);
     // Every handler the program installs runs as our wrapper, which
     // notes it first (`signals.rs`).

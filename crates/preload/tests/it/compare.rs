@@ -150,7 +150,10 @@ fn signal_handlers() {
 
 /// The memory calls on attachments: mprotect of a read-only attachment
 /// to PROT_WRITE is EACCES as on the kernel, the other protections and
-/// madvise answer as there.
+/// madvise answer as there; munmap and MAP_FIXED of a whole attachment
+/// detach it (a removed segment's last: destroyed), mremap moves, shrinks
+/// and grows one, and shmdt leaves the program's own pages put where
+/// part of an attachment was.
 #[test]
 fn memory_calls_on_attachments() {
     differential("attachments", "attachments", false);
