@@ -14,11 +14,24 @@
 //! that arrives on the thread that is making the choice (another preloaded
 //! library intercepting something the choice does, and calling us back)
 //! fails at once with ENOSYS instead of waiting for itself.
+//!
+//! A thread that unshares CLONE_NEWIPC while the process has other threads
+//! gets a namespace of its own, as Linux gives the calling task alone a
+//! new IPC namespace (`give_own`): the threads it creates inherit it
+//! (`ffi/thread.rs`), a fork from it gives the child its namespace (the
+//! thread-local is copied with the memory), the others keep theirs.
+//!
+//! # Safety
+//! The thread namespaces are boxed and leaked for the life of the
+//! process, registered in [`THREAD_NS`] before any thread can name them;
+//! a pointer read from there or from a thread's [`OWN`] is null or one of
+//! them.
+#![allow(unsafe_code)]
 
 use crate::hot::HOT;
 use crate::once::Published;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 use ipcns_core::{Errno, Namespace, SysResult, namespace};
 
 /// The namespace, once chosen and opened.
@@ -30,15 +43,99 @@ static BUSY: AtomicU32 = AtomicU32::new(0);
 thread_local! {
     /// This thread is choosing the namespace.
     static CHOOSING: Cell<bool> = const { Cell::new(false) };
+    /// The namespace of this thread alone, if it has one (it, or the
+    /// thread that created it, unshared CLONE_NEWIPC while the process
+    /// had other threads): null for the process's. No destructor.
+    static OWN: Cell<*const Namespace> = const { Cell::new(core::ptr::null()) };
 }
 
-/// The process's namespace (chosen at the first call).
+/// Some thread has a namespace of its own ([`OWN`]): the hot path looks
+/// at the thread-local only then (in a shared object each access is a
+/// `__tls_get_addr` call).
+static PER_THREAD: AtomicBool = AtomicBool::new(false);
+
+/// Every namespace a thread of this process was given alone (for the
+/// exit and the wait, which finish the process's records in each). Set
+/// once each, never freed (a thread may use its namespace until the
+/// process ends); up to [`THREAD_NS_MAX`], then no more are given (the
+/// unshare fails with ENOMEM).
+const THREAD_NS_MAX: usize = 16;
+static THREAD_NS: [AtomicPtr<Namespace>; THREAD_NS_MAX] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; THREAD_NS_MAX];
+
+/// The calling thread's namespace (the process's, chosen at the first
+/// call, unless the thread has one of its own).
 #[inline(always)]
 pub fn namespace() -> SysResult<&'static Namespace> {
+    if PER_THREAD.load(Ordering::Relaxed)
+        && let Some(ns) = own()
+    {
+        return Ok(ns);
+    }
     match NS.get() {
         Some(ns) => Ok(ns),
         None => choose(),
     }
+}
+
+/// The calling thread's own namespace, if it has one.
+pub fn own() -> Option<&'static Namespace> {
+    if !PER_THREAD.load(Ordering::Relaxed) {
+        return None;
+    }
+    let p = OWN.try_with(Cell::get).unwrap_or(core::ptr::null());
+    // SAFETY: null, or a namespace given by `give_own`, leaked for the
+    // life of the process.
+    unsafe { p.as_ref() }
+}
+
+/// Makes `ns` the calling thread's own namespace (`unshare` in a process
+/// with other threads): from now on its calls, and those of the threads
+/// it creates (`ffi/thread.rs`), use it; the process's other threads keep
+/// theirs. ENOMEM when [`THREAD_NS_MAX`] were given already.
+pub fn give_own(ns: Namespace) -> Result<&'static Namespace, i32> {
+    let p = Box::into_raw(Box::new(ns));
+    let Some(slot) = THREAD_NS.iter().find(|s| {
+        s.compare_exchange(
+            core::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+    }) else {
+        // SAFETY: made just above and given to nobody.
+        drop(unsafe { Box::from_raw(p) });
+        return Err(libc::ENOMEM);
+    };
+    let _ = slot;
+    // SAFETY: leaked for good (registered above).
+    let ns: &'static Namespace = unsafe { &*p };
+    inherit(ns);
+    Ok(ns)
+}
+
+/// Gives the calling thread `ns` (one [`give_own`] made) as its own: a
+/// thread created by one that had it.
+pub fn inherit(ns: &'static Namespace) {
+    PER_THREAD.store(true, Ordering::Relaxed);
+    let _ = OWN.try_with(|c| c.set(ns));
+}
+
+/// The calling thread goes back to the process's namespace (it unshared
+/// again, alone in its process: the new one became the process's).
+pub fn drop_own() {
+    if PER_THREAD.load(Ordering::Relaxed) {
+        let _ = OWN.try_with(|c| c.set(core::ptr::null()));
+    }
+}
+
+/// The namespaces threads of this process were given alone.
+pub fn thread_namespaces() -> impl Iterator<Item = &'static Namespace> {
+    THREAD_NS.iter().filter_map(|s| {
+        // SAFETY: null, or leaked for good by `give_own`.
+        unsafe { s.load(Ordering::Acquire).as_ref() }
+    })
 }
 
 /// The namespace or the reason, if the choice was made.
@@ -53,9 +150,17 @@ fn chosen() -> Option<SysResult<&'static Namespace>> {
     }
 }
 
-/// The namespace if it has been opened (nothing is chosen here).
+/// The calling thread's namespace if it has been opened (nothing is
+/// chosen here).
 pub fn opened() -> Option<&'static Namespace> {
-    NS.get()
+    own().or_else(|| NS.get())
+}
+
+/// Every namespace this process has opened and uses: the process's and
+/// those of threads that unshared alone (the exit and the wait finish the
+/// process's records in each).
+pub fn all_opened() -> impl Iterator<Item = &'static Namespace> {
+    NS.get().into_iter().chain(thread_namespaces())
 }
 
 #[cold]

@@ -1,6 +1,10 @@
 //! `unshare(CLONE_NEWIPC)` and fork-like `clone`/`clone3` with
 //! CLONE_NEWIPC, without privileges: the process (or the child) gets a
 //! fresh private namespace, as the kernel's `create_ipc_ns` gives one.
+//! Like Linux, `unshare` moves the calling thread only: in a process with
+//! other threads the caller gets a namespace of its own (`state.rs`),
+//! which the threads it creates inherit, and the environment is left
+//! alone.
 //!
 //! The new arena is created beside the current one (or in `$IPCNS_DIR`,
 //! default `/dev/shm/ipcns-UID`) as `ipcns.unshare-PID-RANDOM`, mode 0600,
@@ -23,7 +27,15 @@ use crate::state;
 use ipcns_core::{CreateOptions, Namespace, namespace};
 use std::path::PathBuf;
 
-/// Switches the calling process to a new private namespace. `in_child`:
+/// Whether the process has threads besides the caller (`/proc/self/task`;
+/// without /proc, none are assumed: the whole process is switched).
+fn other_threads() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.take(2).count() > 1)
+}
+
+/// Switches the calling thread to a new private namespace: the whole
+/// process when it is the process's only thread (or in a clone child),
+/// else the thread alone (`state::give_own`). `in_child`:
 /// called in a clone child, whose undo entries are the parent's (not
 /// applied).
 pub fn new_namespace(in_child: bool) -> Result<(), i32> {
@@ -46,9 +58,18 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
         },
     )
     .map_err(|_| libc::ENOMEM)?;
+    if !in_child && other_threads() {
+        // Linux gives the calling task alone the new namespace; the undo
+        // list it shares with the other threads stays theirs (exit_sem
+        // drops only its reference). No environment change: the
+        // process's other threads exec into the process's namespace.
+        state::give_own(ns)?;
+        return Ok(());
+    }
     if let (Some(old), false) = (old, in_child) {
         let _ = old.exit_process();
     }
+    state::drop_own();
     state::switch(ns);
     crate::next::set_env("IPCNS_DIR", dir.as_os_str().as_encoded_bytes());
     crate::next::set_env("IPCNS", name.as_bytes());

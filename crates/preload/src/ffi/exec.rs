@@ -172,11 +172,15 @@ fn reaped(pid: c_int, status: Option<c_int>) {
     {
         return;
     }
-    let Some(ns) = state::opened() else {
+    if state::opened().is_none() {
         return;
-    };
+    }
     let e = next::errno();
-    let _ = std::panic::catch_unwind(|| ns.reap_pid(pid));
+    let _ = std::panic::catch_unwind(|| {
+        for ns in state::all_opened() {
+            let _ = ns.reap_pid(pid);
+        }
+    });
     // Written back only if it moved: a store to the thread's errno page,
     // which a fork left shared, copies it.
     if next::errno() != e {

@@ -31,6 +31,7 @@ mod ns;
 mod open;
 mod signals;
 mod stdio;
+mod thread;
 
 use crate::next;
 use crate::{cred, msg, sem, shm, state};
@@ -321,6 +322,7 @@ pub unsafe extern "C" fn syscall(
 extern "C" fn on_load() {
     next::resolve_all();
     mem::resolve();
+    thread::resolve();
     crate::user::fault::set_taker(signals::hold_faults);
     // Every handler the program installs runs as our wrapper, which
     // notes it first (`signals.rs`).
@@ -352,7 +354,7 @@ extern "C" fn on_load() {
 extern "C" fn on_unload() {
     let _ = std::panic::catch_unwind(|| {
         crate::procfs::closing_all();
-        if let Some(ns) = state::opened() {
+        for ns in state::all_opened() {
             let _ = ns.exit_ending();
         }
     });
@@ -379,10 +381,10 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
 /// `_exit`, and `syscall(SYS_exit_group, status)`.
 fn exit_now(status: c_int) -> ! {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(ns) = state::opened()
-            && ipcns_core::life::owns_memory()
-        {
-            let _ = ns.exit_ending();
+        if ipcns_core::life::owns_memory() {
+            for ns in state::all_opened() {
+                let _ = ns.exit_ending();
+            }
         }
     });
     if let Some(f) = next::EXIT.get() {

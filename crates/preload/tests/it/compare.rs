@@ -148,6 +148,14 @@ fn signal_handlers() {
     differential("signals", "signals", false);
 }
 
+/// unshare(CLONE_NEWIPC) in one thread of several moves that thread
+/// alone, as on Linux: the threads it creates and the children it forks
+/// follow it; the main thread keeps its set and removes it.
+#[test]
+fn unshare_in_a_thread() {
+    differential("threadns", "threadns", false);
+}
+
 /// The memory calls on attachments: mprotect of a read-only attachment
 /// to PROT_WRITE is EACCES as on the kernel, the other protections and
 /// madvise answer as there; munmap and MAP_FIXED of a whole attachment
