@@ -239,6 +239,7 @@ pub const NOWAIT_LOCK_NS: u64 = 1_000_000_000;
 /// IPC_NOWAIT or not ([`NOWAIT_LOCK_NS`]): the guard that keeps it in
 /// force (`gate::call_deadline`), None when the call has neither.
 #[cfg(not(loom))]
+#[inline(always)]
 pub fn bound_for(deadline: Option<u64>, nowait: bool) -> Option<gate::CallDeadline> {
     let d = match (deadline, nowait) {
         // The bound starts when a wait does: no clock read on the way.
