@@ -20,7 +20,8 @@ commands:
   bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json]
                                       benchmarks: ipcns beside its baselines, in one run
 
-IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\"):
+IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\";
+only ipcmk, ns create and run make one that does not exist):
   ipcs [-m|-q|-s|-a] [-t|-p|-c|-l|-u] [--human|-b] [-i ID]
                                       util-linux's ipcs on the namespace
   ipcmk [-M SIZE] [-Q] [-S NSEMS] [-p PERMS]

@@ -23,7 +23,7 @@ pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
         },
         _ => bail!("{USAGE}"),
     };
-    let ns = crate::ns::attach(ns_name)?;
+    let ns = crate::ns::existing(ns_name)?;
     let text = ns.proc_text(&*ns.cred()?, m)?;
     crate::print_out(&text)
 }

@@ -43,7 +43,7 @@ pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
     if items.is_empty() {
         items = SYSCTLS.iter().map(|n| format!("kernel.{n}")).collect();
     }
-    let ns = crate::ns::attach(ns_name)?;
+    let ns = crate::ns::existing(ns_name)?;
     let cred = ns.cred()?;
     let mut out = String::new();
     let mut failed = false;

@@ -161,24 +161,24 @@ impl Tool {
 
 /// Runs tool `which` with `args` (after its name) on namespace `ns_name`.
 /// The command line is read first: one that only prints help or fails
-/// never attaches to (and so never creates) the namespace.
+/// never attaches to the namespace; only ipcmk creates one.
 pub fn run(which: Which, ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
     let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut tool = Tool::new(which.name());
     let t = &mut tool;
     let r = match which {
         Which::Ipcs => match ipcs::parse(t, &args) {
-            Ok(opts) => with_ns(ns_name, |sys| ipcs::show(t, sys, &opts))?,
+            Ok(opts) => with_ns(ns_name, false, |sys| ipcs::show(t, sys, &opts))?,
             Err(exit) => Err(exit),
         },
         Which::Ipcmk => match ipcmk::parse(t, &args) {
-            Ok(opts) => with_ns(ns_name, |sys| ipcmk::make(t, sys, &opts))?,
+            Ok(opts) => with_ns(ns_name, true, |sys| ipcmk::make(t, sys, &opts))?,
             Err(exit) => Err(exit),
         },
         Which::Ipcrm => {
             let plan = ipcrm::parse(&args);
             if plan.needs_namespace() {
-                with_ns(ns_name, |sys| ipcrm::run(t, Some(sys), plan))?
+                with_ns(ns_name, false, |sys| ipcrm::run(t, Some(sys), plan))?
             } else {
                 ipcrm::run(t, None, plan)
             }
@@ -194,10 +194,15 @@ pub fn run(which: Which, ns_name: &str, args: &[OsString]) -> anyhow::Result<Exi
     Ok(ExitCode::from(code))
 }
 
-/// Calls `f` on namespace `name` as this process (attaching, and so
-/// creating it on first use).
-fn with_ns<T>(name: &str, f: impl FnOnce(&dyn SysV) -> T) -> anyhow::Result<T> {
-    let ns = crate::ns::attach(name)?;
+/// Calls `f` on namespace `name` as this process: created on first use
+/// if `create` (ipcmk), else one that exists (ipcs, ipcrm: a mistyped
+/// name is an error, not a new empty namespace).
+fn with_ns<T>(name: &str, create: bool, f: impl FnOnce(&dyn SysV) -> T) -> anyhow::Result<T> {
+    let ns = if create {
+        crate::ns::attach(name)?
+    } else {
+        crate::ns::existing(name)?
+    };
     let cred = (*ns.cred()?).clone();
     Ok(f(&NsCaller { ns: &ns, cred }))
 }

@@ -97,3 +97,18 @@ pub fn open(name: &str) -> anyhow::Result<Namespace> {
     check_dir()?;
     Ok(Namespace::open(name)?)
 }
+
+/// Attaches to namespace `name` for a command that only reads it or
+/// changes what is in it (ipcs, ipcrm, proc, sysctl, `ns info`): a
+/// missing namespace is an error that says how one is made, never made
+/// (a mistyped `--ns` used to leave a new empty namespace behind).
+pub fn existing(name: &str) -> anyhow::Result<Namespace> {
+    check_dir()?;
+    match Namespace::open(name) {
+        Err(ArenaError::NotFound { .. }) => bail!(
+            "no such namespace: {name} (ipcns ns list shows them; ipcmk, 'ipcns ns create {name}' \
+             or 'ipcns run --ns {name}' makes one)"
+        ),
+        r => r.with_context(|| format!("namespace {name}")),
+    }
+}

@@ -24,7 +24,7 @@ Without NAME, info and check work on the namespace of --ns, $IPCNS, else default
 check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
 
 use attach::open;
-pub use attach::{attach, check_dir, take_ns_option, valid_name};
+pub use attach::{attach, check_dir, existing, take_ns_option, valid_name};
 
 pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
     if crate::args::wants_help(args) {
@@ -47,14 +47,14 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
         "info" => {
             let ns = match one_name(&mut p, false)? {
                 Some(n) => open(&n)?,
-                None => attach(ns_name)?,
+                None => existing(ns_name)?,
             };
             crate::print_out(&info(&ns)?)
         }
         "check" => {
             let ns = match one_name(&mut p, false)? {
                 Some(n) => open(&n)?,
-                None => attach(ns_name)?,
+                None => existing(ns_name)?,
             };
             check(&ns)
         }

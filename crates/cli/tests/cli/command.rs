@@ -89,6 +89,7 @@ fn arguments_that_are_not_utf8() {
         assert_eq!(o.stderr, *stderr, "{args:?}: standard error (bytes)");
     }
     // ipcs ignores operands, as util-linux's does.
+    assert!(d.run(&["ns", "create", "default"]).status.success());
     let o = d.run(&[os(b"ipcs"), os(b"-q"), os(b"\xff")]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).starts_with("\n------ Message Queues --------\n"));
@@ -302,8 +303,10 @@ fn help_and_bad_options_create_nothing() {
         );
         assert!(d.entries().is_empty(), "{args:?} made {:?}", d.entries());
     }
-    // And a command that does work makes the namespace, as before.
-    assert!(d.run(&["ipcs"]).status.success());
+    // A command that reads it does not make the namespace; ipcmk does.
+    assert_eq!(d.run(&["ipcs"]).status.code(), Some(1));
+    assert!(d.entries().is_empty(), "ipcs made {:?}", d.entries());
+    assert!(d.run(&["ipcmk", "-Q"]).status.success());
     assert_eq!(d.entries(), ["ipcns.default"]);
 }
 
@@ -403,4 +406,39 @@ fn missing_directory_and_bad_names_are_named() {
             d.path().join("ipcns.x").display()
         )
     );
+}
+
+/// A command that reads a namespace or changes what is in it (ipcs,
+/// ipcrm, proc, sysctl, `ns info`, `ns check` on `--ns`) says that a
+/// missing one is missing, exits 1 and makes nothing: a mistyped name
+/// used to leave a new empty namespace behind. ipcmk makes it.
+#[test]
+fn a_missing_namespace_is_named_and_never_made() {
+    let d = TempDir::new("typo");
+    for args in [
+        &["ipcs", "--ns", "nosuch", "-s"][..],
+        &["ipcs", "--ns", "nosuch"],
+        &["ipcrm", "--ns", "nosuch", "-s", "0"],
+        &["sysctl", "--ns", "nosuch", "kernel.msgmni"],
+        &["sysctl", "--ns", "nosuch", "kernel.msgmni=100"],
+        &["proc", "--ns", "nosuch", "sem"],
+        &["ns", "info", "--ns", "nosuch"],
+        &["ns", "check", "--ns", "nosuch"],
+        &["--ns", "nosuch", "ipcs"],
+    ] {
+        let o = d.run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&o.stdout), "", "{args:?}");
+        assert_eq!(
+            text(&o.stderr),
+            "ipcns: no such namespace: nosuch (ipcns ns list shows them; ipcmk, \
+             'ipcns ns create nosuch' or 'ipcns run --ns nosuch' makes one)\n",
+            "{args:?}"
+        );
+        assert!(d.entries().is_empty(), "{args:?}: {:?}", d.entries());
+    }
+    let o = d.run(&["ipcmk", "--ns", "made", "-Q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = d.run(&["ipcs", "--ns", "made", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
