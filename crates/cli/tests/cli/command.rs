@@ -442,3 +442,63 @@ fn a_missing_namespace_is_named_and_never_made() {
     let o = d.run(&["ipcs", "--ns", "made", "-q"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
+
+/// The user who made a namespace writes its sysctls, as the root of the
+/// user namespace that owns a kernel IPC namespace writes its
+/// /proc/sys/kernel files (ipc_permissions): a bad value is EINVAL, not
+/// EACCES; another user, let into a shared namespace, only reads them.
+#[test]
+fn the_owner_tunes_its_namespace() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::kernel::is_root() {
+        crate::kernel::skip(
+            "the_owner_tunes_its_namespace",
+            "needs root to act as two users",
+        );
+        return;
+    }
+    let d = TempDir::new("owner");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let as_user = |uid: u32, args: &[&str]| {
+        let mut c = std::process::Command::new("setpriv");
+        c.arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={uid}"))
+            .args(["--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_ipcns"))
+            .args(args)
+            .env("IPCNS_DIR", d.path())
+            .env("IPCNS_SHARED", "1")
+            .env_remove("IPCNS");
+        c.output()
+    };
+    let o = match as_user(1000, &["ns", "create", "own", "--mode", "0666"]) {
+        Ok(o) => o,
+        Err(e) => {
+            crate::kernel::skip("the_owner_tunes_its_namespace", &format!("setpriv: {e}"));
+            return;
+        }
+    };
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = as_user(1000, &["sysctl", "--ns", "own", "kernel.msgmni=100"]).unwrap();
+    assert_eq!(
+        (o.status.code(), text(&o.stdout), text(&o.stderr)),
+        (Some(0), "kernel.msgmni = 100\n".to_string(), String::new())
+    );
+    let o = as_user(1000, &["sysctl", "--ns", "own", "kernel.msgmni=-5"]).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "ipcns: kernel.msgmni: EINVAL: Invalid argument\n"
+    );
+    let o = as_user(1001, &["sysctl", "--ns", "own", "kernel.msgmni=7"]).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "ipcns: kernel.msgmni: EACCES: Permission denied\n"
+    );
+    let o = as_user(1001, &["sysctl", "-n", "--ns", "own", "kernel.msgmni"]).unwrap();
+    assert_eq!(
+        (o.status.code(), text(&o.stdout)),
+        (Some(0), "100\n".to_string())
+    );
+}

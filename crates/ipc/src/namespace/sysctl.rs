@@ -92,6 +92,14 @@ impl Namespace {
     /// values positionally and then refuses (ERANGE) a semmni outside
     /// `0..=ipc_mni`, restoring only semmni. Only root (or CAP_SYS_ADMIN)
     /// may write, as the files are root's 0644 (EACCES otherwise).
+    /// The namespace's root for its sysctl files: the uid that gets the
+    /// files' owner bits (ipc/ipc_sysctl.c `ipc_set_ownership`, the uid
+    /// the owning user namespace maps to 0): the one who made the
+    /// namespace, the arena file's owner. It and root may write them.
+    pub fn sysctl_root_uid(&self) -> u32 {
+        self.arena().arena().id().uid
+    }
+
     pub fn sysctl_write(&self, cred: &Cred, name: &str, text: &str) -> SysResult<()> {
         let a = self.arena();
         let l = &a.header().limits;
@@ -99,7 +107,13 @@ impl Namespace {
         if !NAMES.contains(&name) {
             return Err(Errno::ENOENT);
         }
-        if cred.euid != 0 && !cred.cap_sys_admin {
+        // ipc/ipc_sysctl.c ipc_permissions: the files are 0644, and the
+        // owner's bits go to the namespace's root, the uid its user
+        // namespace maps to 0 (`ipc_set_ownership`): the one who made the
+        // namespace. Here that is the arena file's owner; root and
+        // CAP_SYS_ADMIN (tools, and tests that tune another's namespace)
+        // may too.
+        if cred.euid != 0 && !cred.cap_sys_admin && cred.euid != self.sysctl_root_uid() {
             return Err(Errno::EACCES);
         }
         let v = numbers(text).ok_or(Errno::EINVAL)?;

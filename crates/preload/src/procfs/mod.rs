@@ -63,9 +63,10 @@ fn open_in(ns: &ipcns_core::Namespace, t: Target, flags: i32) -> Result<i32, i32
             with_caller(ns, |c| ns.proc_text(c, m)).map_err(Errno::raw)?
         }
         Target::Sysctl(i) => {
-            // fs/proc/proc_sysctl.c test_perm: the ipc sysctls are 0644
-            // root's; only euid 0 may write.
-            if writing && with_caller(ns, |c| Ok(c.euid)).map_err(Errno::raw)? != 0 {
+            // fs/proc/proc_sysctl.c test_perm, ipc/ipc_sysctl.c
+            // ipc_permissions: the ipc sysctls are 0644, and the owner's
+            // bits are root's and the namespace's root's (its maker).
+            if writing && !writer(ns)? {
                 return Err(libc::EACCES);
             }
             ns.sysctl_read(path::sysctl_name(i)).map_err(Errno::raw)?
@@ -192,11 +193,19 @@ pub fn read_sysctl(i: usize) -> Result<String, i32> {
     ns.sysctl_read(path::sysctl_name(i)).map_err(Errno::raw)
 }
 
-/// Whether the caller may open a sysctl for writing (euid 0).
+/// Whether the caller may open a sysctl for writing: euid 0, or the
+/// namespace's root (`Namespace::sysctl_root_uid`).
 pub fn may_write() -> Result<(), i32> {
     let ns = state::namespace().map_err(Errno::raw)?;
-    match with_caller(ns, |c| Ok(c.euid)).map_err(Errno::raw)? {
-        0 => Ok(()),
-        _ => Err(libc::EACCES),
+    if writer(ns)? {
+        Ok(())
+    } else {
+        Err(libc::EACCES)
     }
+}
+
+/// Whether the caller gets the sysctl files' owner bits (rw).
+fn writer(ns: &ipcns_core::Namespace) -> Result<bool, i32> {
+    let euid = with_caller(ns, |c| Ok(c.euid)).map_err(Errno::raw)?;
+    Ok(euid == 0 || euid == ns.sysctl_root_uid())
 }
