@@ -31,8 +31,8 @@ only ipcmk, ns create and run make one that does not exist):
   sysctl [-n] [NAME[=VALUE]]...       the namespace's kernel.* limits and *_next_id
   proc sem|msg|shm                    the namespace's /proc/sysvipc text
   ns create NAME [--extend] [--mode OCTAL]
-  ns list | ns info [NAME] | ns check [NAME] | ns remove NAME
-                                      namespaces (arena files in $IPCNS_DIR or /dev/shm)
+  ns list | ns info [NAME] | ns check [NAME] | ns remove NAME... | ns prune [--dry-run]
+                                      namespaces (arena files in $IPCNS_DIR or /dev/shm/ipcns-UID)
 
   run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
                                       run PROGRAM with libipcns.so preloaded on the namespace, as its

@@ -83,7 +83,7 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
 /// The error and its causes, each said once: anyhow's `{:#}` would repeat
 /// a source that the message above it already includes (an
 /// `ArenaError::Io` prints its `io::Error` as part of its own text).
-fn message(e: &anyhow::Error) -> String {
+pub(crate) fn message(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
         let c = cause.to_string();

@@ -1,4 +1,4 @@
-//! `ipcns ns create|list|info|check|remove`; attaching to the namespace that
+//! `ipcns ns create|list|info|check|remove|prune`; attaching to the namespace that
 //! the other namespace commands work on is in [`attach`].
 
 mod attach;
@@ -17,11 +17,14 @@ usage: ipcns ns create NAME [--extend] [--mode OCTAL]
        ipcns ns list
        ipcns ns info [NAME]
        ipcns ns check [NAME]
-       ipcns ns remove NAME
-Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm).
-list shows each one's owner, mode, size in bytes and name.
+       ipcns ns remove NAME...
+       ipcns ns prune [--dry-run]
+Namespaces are arena files ipcns.NAME in $IPCNS_DIR (default /dev/shm/ipcns-UID).
+list shows each one's owner, mode, the bytes it takes (arena and segments) and name.
 Without NAME, info and check work on the namespace of --ns, $IPCNS, else default;
-check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.";
+check prints \"ok: ...\" and exits 0, or prints each problem found and exits 1.
+prune removes the namespaces ipcns run --private and unshare(CLONE_NEWIPC) made
+(run-PID-*, unshare-PID-*) that no process uses any more.";
 
 use attach::open;
 pub use attach::{attach, check_dir, existing, take_ns_option, valid_name};
@@ -59,10 +62,41 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
             check(&ns)
         }
         "remove" => {
-            let name = one_name(&mut p, true)?.unwrap_or_default();
+            let mut names = Vec::new();
+            while let Some(a) = p.next()? {
+                match a {
+                    Value(v) => names.push(valid_name(&v)?),
+                    other => return Err(other.unexpected().into()),
+                }
+            }
+            if names.is_empty() {
+                bail!("a namespace NAME is required\n{USAGE}");
+            }
             check_dir()?;
-            Namespace::remove(&name)?;
-            Ok(ExitCode::SUCCESS)
+            // Each in turn; a failure is said and the others still go.
+            let mut failed = false;
+            for name in &names {
+                if let Err(e) = Namespace::remove(name) {
+                    eprintln!("ipcns: {}", crate::message(&anyhow::Error::new(e)));
+                    failed = true;
+                }
+            }
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        "prune" => {
+            let mut dry = false;
+            while let Some(a) = p.next()? {
+                match a {
+                    Short('n') | Long("dry-run") => dry = true,
+                    other => return Err(other.unexpected().into()),
+                }
+            }
+            check_dir()?;
+            list::prune(dry)
         }
         "help" => crate::print_out(&format!("{USAGE}\n")),
         _ => bail!("ns: unknown subcommand {cmd:?}\n{USAGE}"),

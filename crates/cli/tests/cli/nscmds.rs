@@ -161,6 +161,20 @@ fn ns_create_list_info_remove() {
         "{}",
         text(&o.stderr)
     );
+    // Several at once: each said, the others still removed.
+    for n in ["b1", "b2"] {
+        assert!(run(&["ns", "create", n]).status.success());
+    }
+    let o = run(&["ns", "remove", "b1", "nosuch", "b2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "ipcns: {}: no such namespace\n",
+            dir.join("ipcns.nosuch").display()
+        )
+    );
+    assert_eq!(listed(&run(&["ns", "list"])), ["default"]);
     let o = run(&["ns", "info", "bad/name"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -278,7 +292,7 @@ fn ns_list_shows_arenas_only_and_never_blocks() {
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
     let name_at = lines[0].find("NAME").unwrap();
-    let size_end = lines[0].find("SIZE").unwrap() + 4;
+    let size_end = lines[0].find("USED").unwrap() + 4;
     for (line, (name, mode)) in lines[1..]
         .iter()
         .zip([("alpha", "0640"), ("default", "0600")])
@@ -290,13 +304,31 @@ fn ns_list_shows_arenas_only_and_never_blocks() {
         } else {
             cols[0].to_string()
         };
-        assert_eq!(
-            cols,
-            [owner.as_str(), mode, &meta.len().to_string(), name],
-            "{out}"
-        );
+        // The bytes allocated to the arena and its segment files (not the
+        // arena's length, nor the sparse pool's), in du -h's units.
+        let segs: u64 = std::fs::read_dir(d.path().join(format!("ipcns.{name}.d")))
+            .map(|es| {
+                es.filter_map(|e| e.ok()?.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.blocks() * 512)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let used = meta.blocks() * 512 + segs;
+        let (v, unit) = if used < 1 << 20 {
+            (used as f64 / 1024.0, "K")
+        } else {
+            (used as f64 / 1048576.0, "M")
+        };
+        let shown = if v < 10.0 {
+            format!("{:.1}{unit}", (v * 10.0).ceil() / 10.0)
+        } else {
+            format!("{:.0}{unit}", v.ceil())
+        };
+        assert_eq!(cols, [owner.as_str(), mode, &shown, name], "{out}");
+        assert!(meta.len() > used, "{out}");
         assert_eq!(meta.uid() == 0, cols[0] == "root", "{out}");
-        // Aligned: names in one column, sizes right-aligned under SIZE.
+        // Aligned: names in one column, sizes right-aligned under USED.
         assert_eq!(line.find(name), Some(name_at), "{out}");
         assert_eq!(
             line.find(cols[2]).map(|i| i + cols[2].len()),
@@ -363,4 +395,49 @@ fn ns_info_names_a_stopped_holder_and_does_not_block() {
         "{}",
         text(&o.stdout)
     );
+}
+
+/// `ns prune` removes the namespaces `ipcns run --private --keep` and
+/// `unshare` made once their maker is gone and no process maps them, and
+/// never one a user named; `--dry-run` only says.
+#[test]
+fn ns_prune_removes_only_the_dead_runs() {
+    let d = crate::TempDir::new("prune");
+    assert!(d.run(&["ns", "create", "mine"]).status.success());
+    for _ in 0..2 {
+        let o = d.run(&["run", "--private", "--keep", "--", "true"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    // Named as an unshare by a live process (this one): kept.
+    let live = format!("unshare-{}-0000abcd", std::process::id());
+    assert!(d.run(&["ns", "create", &live]).status.success());
+    // A run's name whose pid is gone but whose arena a live process maps:
+    // kept while it does.
+    let held = "run-999999999-00000001";
+    assert!(d.run(&["ns", "create", held]).status.success());
+    let ns = ipcns::Namespace::open_at(&d.path().join(format!("ipcns.{held}"))).unwrap();
+    let names = listed(&d.run(&["ns", "list"]));
+    let runs: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("run-") && n.as_str() != held)
+        .collect();
+    assert_eq!(runs.len(), 2, "{names:?}");
+    let o = d.run(&["ns", "prune", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut want: Vec<String> = runs.iter().map(|n| format!("would remove {n}")).collect();
+    want.sort();
+    assert_eq!(text(&o.stdout).lines().collect::<Vec<_>>(), want);
+    assert_eq!(listed(&d.run(&["ns", "list"])), names);
+    let o = d.run(&["ns", "prune"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).matches("removed run-").count(), 2);
+    let mut left = vec!["mine".to_string(), held.to_string(), live.clone()];
+    left.sort();
+    assert_eq!(listed(&d.run(&["ns", "list"])), left);
+    drop(ns);
+    let o = d.run(&["ns", "prune"]);
+    assert_eq!(text(&o.stdout), format!("removed {held}\n"));
+    let mut left = vec!["mine".to_string(), live];
+    left.sort();
+    assert_eq!(listed(&d.run(&["ns", "list"])), left);
 }
