@@ -22,10 +22,16 @@ const EXE: &str = "ipcns-bench";
 /// could not.
 pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        return crate::print_out(&format!("{USAGE}\n"));
+        let named = args.iter().find(|a| !a.starts_with('-'));
+        return crate::print_out(&format!(
+            "{}\n",
+            named
+                .and_then(|n| one(n))
+                .unwrap_or_else(|| USAGE.to_string())
+        ));
     }
     if args.is_empty() {
-        bail!("{USAGE}");
+        bail!("bench: no benchmark named\nTry 'ipcns bench --help' for more information.");
     }
     let beside = beside_ipcns();
     let (exe, on_path) = match &beside {
@@ -45,6 +51,24 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         );
     }
     Err(err).with_context(|| format!("bench: cannot run {}", exe.display()))
+}
+
+/// The help of one benchmark: its usage line and its paragraph of
+/// [`USAGE`], or None if there is no such benchmark.
+fn one(name: &str) -> Option<String> {
+    let mut lines = USAGE.lines().skip(1);
+    let mut text = format!("usage: ipcns bench {name} [--json]\n");
+    let first = lines.find(|l| {
+        l.get(2..)
+            .is_some_and(|r| r.split_whitespace().next() == Some(name))
+    })?;
+    text.push_str(first);
+    for l in lines.take_while(|l| l.starts_with("          ")) {
+        text.push('\n');
+        text.push_str(l);
+    }
+    text.push_str("\n--json prints the results as JSON.");
+    Some(text)
 }
 
 /// `ipcns-bench` in the running executable's directory.

@@ -6,19 +6,15 @@ use anyhow::{anyhow, bail};
 use std::ffi::OsString;
 
 pub const USAGE: &str = "\
+ipcns: Linux System V IPC (semaphores, message queues, shared memory) in user space,
+with the kernel's semantics: a private IPC namespace without privileges, for programs
+run where the kernel's is missing, locked down or shared.
+
 usage: ipcns COMMAND [ARGS]
 
-commands:
-  idmap show PID                      both id maps of a process, with how Linux looks them up
-  idmap check FILE|- [--parent FILE]  validate a map as the kernel's map_write would
-  idmap split FILE|- --parent FILE    cut extents at the parent map's boundaries so it can be written
-  idmap map PID --uid N | --gid N     translate an id both ways through a process's map
-  idmap except --count N --host-base H [--first F] [--keep ID,ID,...]
-                                      print an \"everything except\" map, ready to write
-  idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
-                                      write maps to a process in a new user namespace
-  bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json]
-                                      benchmarks: ipcns beside its baselines, in one run
+  run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
+                                      run PROGRAM with libipcns.so preloaded on the namespace, as its
+                                      child subreaper; without PROGRAM, print what it would do
 
 IPC namespace commands (each takes --ns NAME; default $IPCNS, else \"default\";
 only ipcmk, ns create and run make one that does not exist):
@@ -34,14 +30,21 @@ only ipcmk, ns create and run make one that does not exist):
   ns list | ns info [NAME] | ns check [NAME] | ns remove NAME... | ns prune [--dry-run]
                                       namespaces (arena files in $IPCNS_DIR or /dev/shm/ipcns-UID)
 
-  run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
-                                      run PROGRAM with libipcns.so preloaded on the namespace, as its
-                                      child subreaper; without PROGRAM, print what it would do
-
+other commands:
+  idmap show PID                      both id maps of a process, with how Linux looks them up
+  idmap check FILE|- [--parent FILE]  validate a map as the kernel's map_write would
+  idmap split FILE|- --parent FILE    cut extents at the parent map's boundaries so it can be written
+  idmap map PID --uid N | --gid N     translate an id both ways through a process's map
+  idmap except --count N --host-base H [--first F] [--keep ID,ID,...]
+                                      print an \"everything except\" map, ready to write
+  idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
+                                      write maps to a process in a new user namespace
+  bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json]
+                                      benchmarks: ipcns beside its baselines, in one run
   help [TOPIC]                        this text, or a command's (as COMMAND --help prints it)
   -V, --version                       ipcns's version
 
-help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns run
+help topics: run ipcs ipcmk ipcrm sysctl proc ns idmap bench
 ";
 
 /// The help of a subcommand, or `None` when `topic` is none.
@@ -59,7 +62,7 @@ fn topic(topic: &str) -> Option<&'static str> {
 
 /// What `ipcns help ARGS` prints.
 pub fn text(args: &[OsString]) -> anyhow::Result<String> {
-    let topics = "help topics: idmap bench ipcs ipcmk ipcrm sysctl proc ns run";
+    let topics = "help topics: run ipcs ipcmk ipcrm sysctl proc ns idmap bench";
     match args {
         [] => Ok(USAGE.to_string()),
         [t] => {

@@ -24,7 +24,7 @@ pub fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         return crate::print_out(&format!("{USAGE}\n"));
     }
     let Some((cmd, rest)) = args.split_first() else {
-        bail!("idmap: no subcommand\n{USAGE}");
+        bail!("idmap: no subcommand\nTry 'ipcns idmap --help' for more information.");
     };
     let mut p = lexopt::Parser::from_args(rest.iter().cloned());
     match cmd.to_string_lossy().as_ref() {
@@ -35,7 +35,9 @@ pub fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         "except" => except(&mut p),
         "write" => write(&mut p),
         "help" => crate::print_out(&format!("{USAGE}\n")),
-        _ => bail!("idmap: unknown subcommand {cmd:?}\n{USAGE}"),
+        _ => bail!(
+            "idmap: unknown subcommand {cmd:?}\nTry 'ipcns idmap --help' for more information."
+        ),
     }
 }
 
@@ -60,7 +62,7 @@ fn one_pid(p: &mut lexopt::Parser) -> anyhow::Result<Pid> {
     match p.next()? {
         Some(Value(v)) => parse_pid(&v),
         Some(other) => Err(other.unexpected().into()),
-        None => bail!("a PID is required\n{USAGE}"),
+        None => bail!("a PID is required\nTry 'ipcns idmap --help' for more information."),
     }
 }
 
@@ -144,7 +146,9 @@ fn file_and_parent(
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let file = file.ok_or_else(|| anyhow!("{cmd}: FILE or - is required\n{USAGE}"))?;
+    let file = file.ok_or_else(|| {
+        anyhow!("{cmd}: FILE or - is required\nTry 'ipcns idmap --help' for more information.")
+    })?;
     Ok((file, parent))
 }
 
@@ -164,7 +168,9 @@ fn check(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
 /// Prints the map cut at the parent's extent boundaries, ready to write.
 fn split(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     let (file, parent) = file_and_parent(p, "split")?;
-    let parent = parent.ok_or_else(|| anyhow!("split: --parent FILE is required\n{USAGE}"))?;
+    let parent = parent.ok_or_else(|| {
+        anyhow!("split: --parent FILE is required\nTry 'ipcns idmap --help' for more information.")
+    })?;
     let (map, parent_map) = (parse_map(&file)?, parse_map(&parent)?);
     let split = map.split_for_parent(&parent_map).map_err(|e| {
         let (file, parent) = (file.display(), parent.display());
@@ -184,7 +190,7 @@ fn map(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
         }
     }
     if asks.is_empty() {
-        bail!("map: give --uid N and/or --gid N\n{USAGE}");
+        bail!("map: give --uid N and/or --gid N\nTry 'ipcns idmap --help' for more information.");
     }
     let mut out = String::new();
     for (kind, id) in asks {
@@ -227,8 +233,14 @@ fn except(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
     }
     let layout = ExceptLayout {
         first,
-        count: count.ok_or_else(|| anyhow!("except: --count is required\n{USAGE}"))?,
-        host_base: host_base.ok_or_else(|| anyhow!("except: --host-base is required\n{USAGE}"))?,
+        count: count.ok_or_else(|| {
+            anyhow!("except: --count is required\nTry 'ipcns idmap --help' for more information.")
+        })?,
+        host_base: host_base.ok_or_else(|| {
+            anyhow!(
+                "except: --host-base is required\nTry 'ipcns idmap --help' for more information."
+            )
+        })?,
         keep,
     };
     let map = layout.build().map_err(|e| anyhow!("{}: {e}", e.errno))?;
@@ -255,7 +267,9 @@ fn write(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
         }
     }
     if uid.is_none() && gid.is_none() {
-        bail!("write: give --uid-map FILE and/or --gid-map FILE\n{USAGE}");
+        bail!(
+            "write: give --uid-map FILE and/or --gid-map FILE\nTry 'ipcns idmap --help' for more information."
+        );
     }
     write_maps(pid, uid.as_ref(), gid.as_ref(), setgroups)?;
     Ok(ExitCode::SUCCESS)

@@ -55,7 +55,7 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         return run(&moved);
     }
     let Some((cmd, rest)) = args.split_first() else {
-        anyhow::bail!("no command given\n{}", help::USAGE);
+        anyhow::bail!("no command given\nTry 'ipcns --help' for more information.");
     };
     match cmd.to_string_lossy().as_ref() {
         "idmap" => idmap::run(rest),
@@ -86,7 +86,7 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
 pub(crate) fn message(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
-        let c = cause.to_string();
+        let c = without_os_error(&cause.to_string());
         if text.contains(&c) {
             continue;
         }
@@ -96,6 +96,22 @@ pub(crate) fn message(e: &anyhow::Error) -> String {
         text.push_str(&c);
     }
     text
+}
+
+/// `text` without the " (os error N)" that Rust's io::Error adds to the
+/// C library's message (util-linux's tools print strerror's text alone).
+pub(crate) fn without_os_error(text: &str) -> String {
+    match text.rfind(" (os error ") {
+        Some(i)
+            if text.ends_with(')')
+                && text[i + 11..text.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+        {
+            text[..i].to_string()
+        }
+        _ => text.to_string(),
+    }
 }
 
 /// Writes `text` to standard output (a broken pipe surfaces as an error

@@ -35,7 +35,9 @@ pub fn run(ns_name: &str, args: &[String]) -> anyhow::Result<ExitCode> {
             "-a" | "--all" | "-w" | "--write" => {}
             "-h" | "--help" => return crate::print_out(&format!("{USAGE}\n")),
             s if s.starts_with('-') && s.len() > 1 && !s.contains('=') => {
-                bail!("sysctl: unknown option {s:?}\n{USAGE}")
+                bail!(
+                    "sysctl: unknown option {s:?}\nTry 'ipcns sysctl --help' for more information."
+                )
             }
             s => items.push(s.to_string()),
         }

@@ -34,7 +34,7 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
         return crate::print_out(&format!("{USAGE}\n"));
     }
     let Some((cmd, rest)) = args.split_first() else {
-        bail!("ns: no subcommand\n{USAGE}");
+        bail!("ns: no subcommand\nTry 'ipcns ns --help' for more information.");
     };
     let mut p = lexopt::Parser::from_args(rest.iter().cloned());
     match cmd.to_string_lossy().as_ref() {
@@ -70,7 +70,7 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
                 }
             }
             if names.is_empty() {
-                bail!("a namespace NAME is required\n{USAGE}");
+                bail!("a namespace NAME is required\nTry 'ipcns ns --help' for more information.");
             }
             check_dir()?;
             // Each in turn; a failure is said and the others still go.
@@ -99,7 +99,7 @@ pub fn run(ns_name: &str, args: &[OsString]) -> anyhow::Result<ExitCode> {
             list::prune(dry)
         }
         "help" => crate::print_out(&format!("{USAGE}\n")),
-        _ => bail!("ns: unknown subcommand {cmd:?}\n{USAGE}"),
+        _ => bail!("ns: unknown subcommand {cmd:?}\nTry 'ipcns ns --help' for more information."),
     }
 }
 
@@ -113,7 +113,7 @@ fn one_name(p: &mut lexopt::Parser, required: bool) -> anyhow::Result<Option<Str
         }
     }
     if required && name.is_none() {
-        bail!("a namespace NAME is required\n{USAGE}");
+        bail!("a namespace NAME is required\nTry 'ipcns ns --help' for more information.");
     }
     Ok(name)
 }
@@ -137,7 +137,7 @@ fn create(p: &mut lexopt::Parser) -> anyhow::Result<ExitCode> {
         }
     }
     let Some(name) = name else {
-        bail!("a namespace NAME is required\n{USAGE}");
+        bail!("a namespace NAME is required\nTry 'ipcns ns --help' for more information.");
     };
     check_dir()?;
     // The library gives the file exactly `opts.mode`, whatever the umask.

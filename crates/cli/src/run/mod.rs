@@ -139,13 +139,13 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
         }
     }
     if o.private && o.ns.is_some() {
-        bail!("run: --private and --ns exclude each other");
+        bail!("--private and --ns exclude each other");
     }
     if o.keep && !o.private {
-        bail!("run: --keep applies to --private only (a named namespace is kept anyway)");
+        bail!("--keep applies to --private only (a named namespace is kept anyway)");
     }
     if o.shared && o.mode.is_some_and(|m| m & 0o077 == 0) {
-        bail!("run: --shared with a --mode that gives group and other nothing");
+        bail!("--shared with a --mode that gives group and other nothing");
     }
     Ok(Some(o))
 }
@@ -294,8 +294,9 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
             let program = opts.program.as_deref().unwrap_or_default();
             let _ = writeln!(
                 std::io::stderr(),
-                "ipcns: run: {}: {e}",
-                program.to_string_lossy()
+                "ipcns: run: {}: {}",
+                program.to_string_lossy(),
+                crate::without_os_error(&e.to_string())
             );
             return Ok(ExitCode::from(
                 if e.kind() == std::io::ErrorKind::NotFound {

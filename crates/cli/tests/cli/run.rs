@@ -112,7 +112,7 @@ fn the_exit_status_is_the_programs_with_128_plus_n_for_a_signal() {
     assert_eq!(code(&o), 127);
     assert_eq!(
         text(&o.stderr),
-        "ipcns: run: /nonexistent/program: No such file or directory (os error 2)\n"
+        "ipcns: run: /nonexistent/program: No such file or directory\n"
     );
     let source = r.lib.with_extension("c");
     let o = r.run(&[source.to_str().unwrap()]);
