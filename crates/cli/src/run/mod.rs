@@ -35,7 +35,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--] PROGRAM [ARGS...]
+usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [-v] [--] PROGRAM [ARGS...]
        ipcns run [OPTIONS]        print what it would do, and exit
 Runs PROGRAM with libipcns.so first in LD_PRELOAD, so that its System V IPC
 calls work on an ipcns namespace instead of the kernel's.
@@ -52,6 +52,8 @@ calls work on an ipcns namespace instead of the kernel's.
                  calls fail with ENOSYS in PROGRAM and all its descendants, so a
                  call that escapes the library fails loudly; it sets no_new_privs,
                  so setuid programs run without gaining privileges
+  -v, --verbose  say on stderr which library and namespace the run uses (and
+                 whether it made it), and at the end whether it removed or kept it
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
 (cargo build --release -p ipcns-preload). PROGRAM gets LD_PRELOAD, IPCNS,
 IPCNS_DIR, IPCNS_FD (the arena file, open read-write and inherited, so a
@@ -97,6 +99,7 @@ pub struct Options {
     shared: bool,
     mode: Option<u32>,
     strict: bool,
+    verbose: bool,
     program: Option<OsString>,
     args: Vec<OsString>,
 }
@@ -109,6 +112,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
         shared: false,
         mode: None,
         strict: false,
+        verbose: false,
         program: None,
         args: Vec::new(),
     };
@@ -130,6 +134,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
                 );
             }
             Long("strict") => o.strict = true,
+            Short('v') | Long("verbose") => o.verbose = true,
             Value(v) => {
                 o.program = Some(v);
                 o.args = p.raw_args()?.collect();
@@ -252,7 +257,19 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
     if t.shared && t.default_dir {
         open_for_search(&t)?;
     }
+    let existed = t.arena.exists();
     let ns = attach(&t, true)?;
+    if opts.verbose {
+        let _ = writeln!(
+            std::io::stderr(),
+            "ipcns: run: namespace {} ({}, {}), library {} ({})",
+            t.name,
+            t.arena.display(),
+            if existed { "existing" } else { "made now" },
+            lib.path.display(),
+            lib.from
+        );
+    }
     if opts.shared && !ns.shared() {
         let _ = writeln!(
             std::io::stderr(),
@@ -290,7 +307,7 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(e) => {
             drop(ns);
-            remove_private(&t, opts.keep, false);
+            remove_private(&t, opts.keep, false, opts.verbose);
             let program = opts.program.as_deref().unwrap_or_default();
             let _ = writeln!(
                 std::io::stderr(),
@@ -332,7 +349,7 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    remove_private(&t, opts.keep, survivors);
+    remove_private(&t, opts.keep, survivors, opts.verbose);
     Ok(ExitCode::from(exit_code(status)))
 }
 
@@ -385,11 +402,14 @@ fn forwards(code: i32, program_in_our_group: impl FnOnce() -> bool) -> bool {
 
 /// Removes a `--private` namespace at the end, unless kept or still in use;
 /// says what it kept.
-fn remove_private(t: &plan::Target, keep: bool, survivors: bool) {
+fn remove_private(t: &plan::Target, keep: bool, survivors: bool, verbose: bool) {
+    let mut err = std::io::stderr();
     if !t.private {
+        if verbose {
+            let _ = writeln!(err, "ipcns: run: kept namespace {} (not --private)", t.name);
+        }
         return;
     }
-    let mut err = std::io::stderr();
     if keep {
         let _ = writeln!(
             err,
@@ -409,6 +429,8 @@ fn remove_private(t: &plan::Target, keep: bool, survivors: bool) {
         );
     } else if let Err(e) = Namespace::remove_at(&t.arena) {
         let _ = writeln!(err, "ipcns: run: removing namespace {}: {e}", t.name);
+    } else if verbose {
+        let _ = writeln!(err, "ipcns: run: removed namespace {}", t.name);
     }
 }
 

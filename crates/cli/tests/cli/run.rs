@@ -769,3 +769,48 @@ fn shared_makes_the_default_directory_searchable_and_no_more() {
     assert_eq!(text(&o.stdout), "711\n", "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-v` says on standard error which namespace and library the run used,
+/// whether the namespace was made for it, and at the end whether it was
+/// removed or kept; without `-v` nothing of it is said.
+#[test]
+fn verbose_says_what_the_run_used_and_left() {
+    let r = Run::new("verbose");
+    let lib = r.lib.display().to_string();
+    let o = r.run(&["-v", "--private", "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("ipcns: run: namespace run-")
+            && lines[0].contains(", made now), library ")
+            && lines[0].ends_with(&format!("{lib} ($IPCNS_PRELOAD)")),
+        "{err}"
+    );
+    let name = lines[0]["ipcns: run: namespace ".len()..]
+        .split(' ')
+        .next()
+        .unwrap();
+    assert_eq!(lines[1], format!("ipcns: run: removed namespace {name}"));
+    let o = r.run(&["--verbose", "--ns", "app", "--", "true"]);
+    assert!(
+        text(&o.stderr).contains("namespace app ("),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stderr).contains(", made now)"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(text(&o.stderr).ends_with("ipcns: run: kept namespace app (not --private)\n"));
+    let o = r.run(&["-v", "--ns", "app", "--", "true"]);
+    assert!(
+        text(&o.stderr).contains(", existing)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = r.run(&["--ns", "app", "--", "true"]);
+    assert_eq!(text(&o.stderr), "");
+}
