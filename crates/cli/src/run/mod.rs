@@ -17,6 +17,7 @@
 //! once more and `ipcns run` exits with its status; descendants still
 //! running (daemons) are left to run, as a shell leaves them.
 
+mod carried;
 mod plan;
 mod reaper;
 mod seccomp;
@@ -55,7 +56,8 @@ calls work on an ipcns namespace instead of the kernel's.
   -v, --verbose  say on stderr which library and namespace the run uses (and
                  whether it made it), and at the end whether it removed or kept it
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
-(cargo build --release -p ipcns-preload). PROGRAM gets LD_PRELOAD, IPCNS,
+(cargo build --release -p ipcns-preload), else ../lib/ipcns/libipcns.so
+beside it, else the copy the executable carries, written to ~/.cache/ipcns. PROGRAM gets LD_PRELOAD, IPCNS,
 IPCNS_DIR, IPCNS_FD (the arena file, open read-write and inherited, so a
 descendant that changes uid or clears its environment stays in the namespace),
 IPCNS_POOL_FD (the segment pool, likewise, so that it still reaches the

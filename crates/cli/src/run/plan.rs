@@ -17,12 +17,14 @@ pub const LIBRARY: &str = "libipcns.so";
 /// Where the library was found.
 pub struct Library {
     pub path: PathBuf,
-    /// `$IPCNS_PRELOAD`, or beside the executable.
+    /// Where it was found (`$IPCNS_PRELOAD`, beside the executable, ...).
     pub from: &'static str,
 }
 
 /// Finds `libipcns.so`: `$IPCNS_PRELOAD` if set (a path, made absolute),
-/// else beside the running executable; an error naming both otherwise.
+/// else beside the running executable, else in `../lib/ipcns` beside it
+/// (a package's place), else the copy the executable carries, written out
+/// (`carried.rs`); an error naming them otherwise.
 pub fn find_library() -> anyhow::Result<Library> {
     let lib = match std::env::var_os("IPCNS_PRELOAD").filter(|v| !v.is_empty()) {
         Some(p) => {
@@ -43,17 +45,31 @@ pub fn find_library() -> anyhow::Result<Library> {
             let exe = std::env::current_exe().context("the ipcns executable's path")?;
             let dir = exe.parent().unwrap_or(Path::new("/"));
             let p = dir.join(LIBRARY);
-            if !p.is_file() {
-                bail!(
-                    "{LIBRARY} not found: $IPCNS_PRELOAD is not set and {} does not exist \
-                     (build it with 'cargo build --release -p ipcns-preload', which puts it beside \
-                     target/release/ipcns, or set IPCNS_PRELOAD to its path)",
-                    p.display()
-                );
-            }
-            Library {
-                path: p,
-                from: "beside the ipcns executable",
+            // A package's place for it: PREFIX/lib/ipcns beside PREFIX/bin.
+            let packaged = dir.join("../lib/ipcns").join(LIBRARY);
+            if p.is_file() {
+                Library {
+                    path: p,
+                    from: "beside the ipcns executable",
+                }
+            } else if packaged.is_file() {
+                Library {
+                    path: std::fs::canonicalize(&packaged).unwrap_or(packaged),
+                    from: "in ../lib/ipcns beside the ipcns executable",
+                }
+            } else {
+                match super::carried::path() {
+                    Ok(path) => Library {
+                        path,
+                        from: "carried by the ipcns executable",
+                    },
+                    Err(why) => bail!(
+                        "{LIBRARY} not found: $IPCNS_PRELOAD is not set, {} does not exist, \
+                         and {why} (build it with 'cargo build --release -p ipcns-preload', \
+                         which puts it beside target/release/ipcns, or set IPCNS_PRELOAD to its path)",
+                        p.display()
+                    ),
+                }
             }
         }
     };

@@ -651,20 +651,24 @@ fn the_library_is_found_beside_the_executable_or_named_in_the_error() {
             .env_remove("LD_PRELOAD");
         output_within(&mut c, Duration::from_secs(60)).unwrap()
     };
-    let o = cmd(&["true"]);
-    assert_eq!(code(&o), 125);
-    let want = format!(
-        "ipcns: run: libipcns.so not found: $IPCNS_PRELOAD is not set and {}/libipcns.so does not exist \
-         (build it with 'cargo build --release -p ipcns-preload', which puts it beside \
-         target/release/ipcns, or set IPCNS_PRELOAD to its path)\n",
-        bin.display()
-    );
-    assert_eq!(text(&o.stderr), want);
-    // The plan says so too, and fails.
+    // Alone, it preloads the library it carries (an_executable_installed_
+    // alone_carries_its_library has the details), unless it carries none.
     let o = cmd(&[]);
-    assert_eq!(code(&o), 125);
-    assert!(text(&o.stdout).starts_with("library:   libipcns.so not found: "));
-    // Beside the executable.
+    let plan = text(&o.stdout);
+    if plan.starts_with("library:   libipcns.so not found: ") {
+        assert_eq!(code(&o), 125);
+        assert!(plan.contains("carries no library"), "{plan}");
+    } else {
+        assert!(plan.contains("(carried by the ipcns executable)"), "{plan}");
+    }
+    // In ../lib/ipcns beside it (a package's place): before the carried.
+    let lib_dir = r.path().join("lib/ipcns");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::copy(&r.lib, lib_dir.join("libipcns.so")).unwrap();
+    let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), format!("{}/libipcns.so\n", lib_dir.display()));
+    // Beside the executable: first.
     std::fs::copy(&r.lib, bin.join("libipcns.so")).unwrap();
     let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
@@ -813,4 +817,70 @@ fn verbose_says_what_the_run_used_and_left() {
     );
     let o = r.run(&["--ns", "app", "--", "true"]);
     assert_eq!(text(&o.stderr), "");
+}
+
+/// An `ipcns` executable alone (as `cargo install` installs it: no
+/// library beside it) runs programs on the library it carries, written
+/// out to the user's cache directory once and found there again; a file
+/// there that is not the library is written again, never preloaded.
+#[test]
+fn an_executable_installed_alone_carries_its_library() {
+    let d = TempDir::new("alone");
+    let bin = d.path().join("bin");
+    let home = d.path().join("home");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let exe = bin.join("ipcns");
+    std::fs::copy(env!("CARGO_BIN_EXE_ipcns"), &exe).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(&exe);
+        c.arg("run")
+            .args(args)
+            .env("HOME", &home)
+            .env("IPCNS_DIR", d.path())
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("IPCNS_PRELOAD")
+            .env_remove("LD_PRELOAD")
+            .env_remove("IPCNS")
+            .env_remove("IPCNS_FD")
+            .env_remove("IPCNS_SHARED");
+        output_within(&mut c, Duration::from_secs(60)).expect("ipcns run ended")
+    };
+    let plan = run(&["--private"]);
+    let out = text(&plan.stdout);
+    if out.contains("carries no library") || !plan.status.success() {
+        crate::kernel::skip(
+            "an_executable_installed_alone_carries_its_library",
+            &format!("this build carries no library: {}", text(&plan.stderr)),
+        );
+        return;
+    }
+    let cache = home.join(".cache/ipcns");
+    assert!(out.contains("(carried by the ipcns executable)"), "{out}");
+    assert!(out.contains(&cache.display().to_string()), "{out}");
+    // The program's System V IPC is served (under --strict the kernel's
+    // would fail with ENOSYS): a queue made through the library.
+    let probe = d.path().join("probe");
+    compile(
+        "#include <sys/msg.h>\n#include <stdio.h>\n\
+         int main(void) { int q = msgget(IPC_PRIVATE, 0600); printf(\"queue %d\\n\", q); \
+         return q < 0; }\n",
+        &probe,
+        &[],
+    );
+    let o = run(&["--strict", "--private", "--", probe.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "queue 0\n");
+    let files: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let lib = &files[0];
+    let bytes = std::fs::read(lib).unwrap();
+    // Replaced by something else: written again before it is preloaded.
+    std::fs::write(lib, b"not a library").unwrap();
+    let o = run(&["--strict", "--private", "--", probe.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(lib).unwrap(), bytes);
 }

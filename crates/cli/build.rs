@@ -1,0 +1,94 @@
+//! Carries `libipcns.so` inside the `ipcns` executable, so that `ipcns run`
+//! works from an executable installed alone (`cargo install --path
+//! crates/cli` installs executables only; the library beside it is then
+//! missing). The library is built here by a nested `cargo build --release
+//! -p ipcns-preload` into `<target>/embed` (its own build directory, so
+//! the outer build's lock is not waited for), without debug information,
+//! and copied to `OUT_DIR`, where `src/run/carried.rs` includes it.
+//!
+//! If it cannot be built (no C compiler, a registry out of reach, or
+//! `IPCNS_NO_EMBED=1`), an empty file stands in and the executable carries
+//! nothing: `ipcns run` then needs the library beside it or in
+//! `$IPCNS_PRELOAD`, and says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let dest = out.join("libipcns.so");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest.join("../..");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=IPCNS_NO_EMBED");
+    for dir in [
+        "crates/preload",
+        "crates/ipc",
+        "crates/sys",
+        "crates/rseq",
+        "crates/idmap",
+    ] {
+        let d = root.join(dir);
+        if d.exists() {
+            println!("cargo:rerun-if-changed={}", d.display());
+        }
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
+    if std::env::var_os("IPCNS_NO_EMBED").is_some_and(|v| v == "1") {
+        return carry_nothing(&dest, "IPCNS_NO_EMBED=1");
+    }
+    if !root.join("crates/preload/Cargo.toml").is_file() {
+        return carry_nothing(&dest, "crates/preload is not beside this crate");
+    }
+    // <target>/<profile>/build/ipcns-cli-HASH/out -> <target>/embed
+    let embed = out
+        .ancestors()
+        .nth(4)
+        .map_or_else(|| out.join("embed"), |t| t.join("embed"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args([
+        "build",
+        "--release",
+        "-p",
+        "ipcns-preload",
+        "--manifest-path",
+    ])
+    .arg(root.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(&embed)
+    // What cargo set for this build script and clippy for its run:
+    // the nested build is an ordinary one.
+    .env_remove("RUSTC_WORKSPACE_WRAPPER")
+    .env_remove("CARGO_ENCODED_RUSTFLAGS")
+    .env_remove("CARGO_TARGET_DIR")
+    .env_remove("CARGO_BUILD_TARGET_DIR")
+    .env_remove("CARGO_PRIMARY_PACKAGE")
+    // A small library: no debug information.
+    .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+    .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    if root.join("Cargo.lock").is_file() {
+        c.arg("--locked");
+    }
+    match c.status() {
+        Ok(s) if s.success() => {
+            let built = embed.join("release/libipcns.so");
+            if let Err(e) = std::fs::copy(&built, &dest) {
+                carry_nothing(&dest, &format!("{}: {e}", built.display()));
+            }
+        }
+        Ok(s) => carry_nothing(&dest, &format!("cargo build -p ipcns-preload: {s}")),
+        Err(e) => carry_nothing(&dest, &format!("cannot run cargo: {e}")),
+    }
+}
+
+/// An empty library: the executable carries none.
+fn carry_nothing(dest: &Path, why: &str) {
+    println!(
+        "cargo:warning=ipcns carries no libipcns.so ({why}); ipcns run will need it beside the executable or in $IPCNS_PRELOAD"
+    );
+    std::fs::write(dest, b"").expect("write OUT_DIR/libipcns.so");
+}
