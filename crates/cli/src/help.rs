@@ -42,13 +42,15 @@ other commands:
   bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json]
                                       benchmarks: ipcns beside its baselines, in one run
   help [TOPIC]                        this text, or a command's (as COMMAND --help prints it)
+  man                                 the manual page ipcns(1), made from these texts (man -l -)
+  completions bash|zsh|fish           the shell's completion script, made from these texts
   -V, --version                       ipcns's version
 
 help topics: run ipcs ipcmk ipcrm sysctl proc ns idmap bench
 ";
 
 /// The help of a subcommand, or `None` when `topic` is none.
-fn topic(topic: &str) -> Option<&'static str> {
+pub fn topic(topic: &str) -> Option<&'static str> {
     Some(match topic {
         "idmap" => idmap::USAGE,
         "bench" => bench::USAGE,

@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod docs;
 mod help;
 mod idmap;
 mod ipctools;
@@ -76,6 +77,16 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         "-V" | "--version" => print_out(&format!("ipcns {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" => print_out(help::USAGE),
         "help" => print_out(&help::text(rest)?),
+        "man" => match rest {
+            [] => print_out(&docs::man()),
+            [extra, ..] => anyhow::bail!("man: unexpected argument {extra:?}"),
+        },
+        "completions" => match rest {
+            [shell] => print_out(&docs::completions(&shell.to_string_lossy())?),
+            _ => anyhow::bail!(
+                "completions: name one shell: bash, zsh or fish\nTry 'ipcns help' for more information."
+            ),
+        },
         _ => anyhow::bail!("unknown command {cmd:?} ('ipcns help' lists them)"),
     }
 }

@@ -502,3 +502,90 @@ fn the_owner_tunes_its_namespace() {
         (Some(0), "100\n".to_string())
     );
 }
+
+/// `ipcns man` is ipcns(1), made from the help texts: man(1) renders it
+/// without a warning, and it holds every command's `--help` word for word;
+/// `ipcns completions bash|zsh|fish` are scripts their shells accept
+/// (each shell checked where it is installed; CI installs them), offering
+/// every command and, after `ipcns ns`, its subcommands.
+#[test]
+fn man_page_and_completions_are_made_from_the_help() {
+    let d = TempDir::new("docs");
+    let o = d.run(&["man"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let page = d.path().join("ipcns.1");
+    std::fs::write(&page, &o.stdout).unwrap();
+    let src = text(&o.stdout);
+    for c in [
+        "run", "ipcs", "ipcmk", "ipcrm", "sysctl", "proc", "ns", "idmap", "bench",
+    ] {
+        assert!(
+            src.contains(&format!(".SH \"IPCNS {}\"", c.to_uppercase())),
+            "{c}"
+        );
+        let help = text(&d.run(&[c, "--help"]).stdout);
+        let first = help.lines().next().unwrap().replace('-', "\\-");
+        assert!(src.contains(&first), "{c}: {first:?} not in the page");
+    }
+    match std::process::Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "100")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output()
+    {
+        Ok(m) => {
+            assert!(m.status.success(), "{}", text(&m.stderr));
+            assert_eq!(text(&m.stderr), "", "man warned");
+            let shown = text(&m.stdout);
+            assert!(
+                shown.contains("IPCNS(1)") && shown.contains("ipcns - Linux System V IPC"),
+                "{shown}"
+            );
+        }
+        Err(e) => crate::kernel::skip(
+            "man_page_and_completions_are_made_from_the_help",
+            &format!("man: {e}"),
+        ),
+    }
+    for (shell, check) in [
+        ("bash", &["-n"][..]),
+        ("zsh", &["-n"]),
+        ("fish", &["--no-execute"]),
+    ] {
+        let o = d.run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", text(&o.stderr));
+        let script = text(&o.stdout);
+        for c in ["run", "ipcs", "ns", "man", "completions"] {
+            assert!(script.contains(c), "{shell}: {c}");
+        }
+        assert!(
+            script.contains("create list info check remove prune"),
+            "{shell}"
+        );
+        let file = d.path().join(format!("completion.{shell}"));
+        std::fs::write(&file, &o.stdout).unwrap();
+        match std::process::Command::new(shell)
+            .args(check)
+            .arg(&file)
+            .output()
+        {
+            Ok(r) => assert!(
+                r.status.success(),
+                "{shell} refused it: {}",
+                text(&r.stderr)
+            ),
+            Err(e)
+                if crate::kernel::is_root() && std::env::var_os("IPCNS_REQUIRE_REAL").is_some() =>
+            {
+                panic!("{shell}: {e} (CI installs it)")
+            }
+            Err(e) => crate::kernel::skip(
+                "man_page_and_completions_are_made_from_the_help",
+                &format!("{shell}: {e}"),
+            ),
+        }
+    }
+    let o = d.run(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(1));
+}

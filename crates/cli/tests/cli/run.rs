@@ -667,7 +667,10 @@ fn the_library_is_found_beside_the_executable_or_named_in_the_error() {
     std::fs::copy(&r.lib, lib_dir.join("libipcns.so")).unwrap();
     let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
-    assert_eq!(text(&o.stdout), format!("{}/libipcns.so\n", lib_dir.display()));
+    assert_eq!(
+        text(&o.stdout),
+        format!("{}/libipcns.so\n", lib_dir.display())
+    );
     // Beside the executable: first.
     std::fs::copy(&r.lib, bin.join("libipcns.so")).unwrap();
     let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
