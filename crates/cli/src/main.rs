@@ -155,17 +155,12 @@ mod tests {
         })
         .context("namespace a")
         .unwrap_err();
-        assert_eq!(
-            message(&e),
-            "namespace a: /x/ipcns.a: Permission denied (os error 13)"
-        );
-        // A cause that adds something is kept.
+        assert_eq!(message(&e), "namespace a: /x/ipcns.a: Permission denied");
+        // A cause that adds something is kept (without Rust's "(os error
+        // N)", as the C library's tools print strerror's text).
         let e = Err::<(), _>(std::io::Error::from_raw_os_error(libc::ENOENT))
             .context("read map")
             .unwrap_err();
-        assert_eq!(
-            message(&e),
-            "read map: No such file or directory (os error 2)"
-        );
+        assert_eq!(message(&e), "read map: No such file or directory");
     }
 }
