@@ -495,24 +495,31 @@ pub enum OnStop {
 /// handler to tell. What shows is the thread's count of voluntary
 /// context switches (`ru_nvcsw`): a futex wait that sleeps once adds 1
 /// (and 0 when it returns at once); a stop adds its own, and the wait
-/// started again after it another. So the count is read before the
-/// sleeper's first futex wait and after each wait that did not end the
-/// call (not after one that completed it: the operation happened, and
-/// wins), and a count that grew by more than the waits made says the
-/// thread blocked somewhere else: a wait was interrupted by a signal
-/// without a handler and started again. The kernel's semop sees that
-/// same signal (it is woken with one pending, and returns EINTR whatever
-/// the signal turns out to be: a stop, or one discarded), so EINTR is
-/// Linux's answer either way. The tick between slices (which may block
-/// on locks) starts the count again. Not seen: a stop while the sleeper
-/// spins (its first 20 µs), and one that lands before the futex wait
-/// sleeps when the wait started again then returns at once.
+/// started again after it another (or none, when its slice ran out
+/// during the stop). So the count is read before the sleeper's first
+/// futex wait and after each wait that did not end the call (not after
+/// one that completed it: the operation happened, and wins), and a count
+/// that grew by more than the waits made says the thread was stopped (or
+/// its wait started again after a signal that woke it: the kernel's
+/// semop returns EINTR whatever that signal turns out to be). While this
+/// process forks, one more is not enough: a fork holds the memory map's
+/// lock while it copies it, and a fault of the sleeper's meanwhile (on
+/// its stack, made copy-on-write, or in the futex call) sleeps for the
+/// lock, a switch of its own; then it takes two more, a stop's sleep and
+/// the wait's again (`process::fork::forks`, counted from the first
+/// sleep on). The tick between slices (which may block on locks) starts
+/// the count again. Not seen: a stop while the sleeper spins (its first
+/// 20 µs), one that lands before the futex wait sleeps when the wait
+/// started again then returns at once, and, while the process forks, a
+/// stop that outlasts the wait's slice.
 struct StopWatch {
     on: OnStop,
     /// The count before the first wait since the last tick, if read.
     base: core::cell::Cell<Option<i64>>,
     /// Futex waits made since `base` was read.
     waits: core::cell::Cell<i64>,
+    /// The forks of this process ended when `base` was read.
+    forks: core::cell::Cell<u64>,
     /// A stop was seen.
     seen: core::cell::Cell<bool>,
 }
@@ -523,6 +530,7 @@ impl StopWatch {
             on,
             base: core::cell::Cell::new(None),
             waits: core::cell::Cell::new(0),
+            forks: core::cell::Cell::new(0),
             seen: core::cell::Cell::new(false),
         }
     }
@@ -530,6 +538,14 @@ impl StopWatch {
     /// Before a futex wait.
     fn before(&self) {
         if self.on == OnStop::Eintr && self.base.get().is_none() {
+            crate::process::fork::count_forks();
+            self.forks.set(crate::process::fork::forks().1);
+            // Twice: the first call's write of its answer onto our stack
+            // may fault (a page a fork made copy-on-write), and a fault
+            // that sleeps for the memory map's lock is a voluntary switch
+            // of its own, counted after the read. The second finds the
+            // page written.
+            let _ = crate::sys::process::voluntary_switches();
             self.base.set(crate::sys::process::voluntary_switches());
             self.waits.set(0);
         }
@@ -543,7 +559,10 @@ impl StopWatch {
         else {
             return false;
         };
-        if now - base > self.waits.get() {
+        // A fork since `base` (or one in progress then) can add one.
+        let forked = crate::process::fork::forks().0 != self.forks.get();
+        let extra = if forked { 2 } else { 1 };
+        if now - base >= self.waits.get() + extra {
             self.seen.set(true);
         }
         self.seen.get()
