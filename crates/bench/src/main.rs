@@ -93,6 +93,13 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
             other => bail!("bench: unknown option {other:?} (expected --json)"),
         }
     }
+    // stress says first whether stress-ng is there.
+    const MEASURED: [&str; 10] = [
+        "contend", "fork", "idmap", "lock", "msg", "preload", "rseq", "semget", "semop", "shm",
+    ];
+    if MEASURED.contains(&what.as_str()) {
+        stats::warn_if_busy();
+    }
     match what.as_str() {
         "contend" => contend::run(json).context("bench contend"),
         "fork" => fork::run(json).context("bench fork"),

@@ -119,10 +119,55 @@ pub fn quick() -> bool {
     std::env::var_os("IPCNS_BENCH_QUICK").is_some_and(|v| v == "1")
 }
 
+/// A warning for standard error when the machine is busy: the 1-minute
+/// load average (`/proc/loadavg`) at least half the usable cpus, so the
+/// figures will be slower and more spread than on a quiet machine.
+pub fn busy_warning() -> Option<String> {
+    let load: f64 = std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    busy(load, cpus).then(|| {
+        format!(
+            "warning: the load average is {load:.2} on {cpus} usable cpus: other work is running, \
+             so the figures will be slower and more spread than on a quiet machine"
+        )
+    })
+}
+
+/// Prints [`busy_warning`]'s warning on standard error, if any.
+pub fn warn_if_busy() {
+    if let Some(w) = busy_warning() {
+        eprintln!("{w}");
+    }
+}
+
+/// Whether a load average of `load` on `cpus` cpus is a busy machine.
+fn busy(load: f64, cpus: usize) -> bool {
+    load >= cpus as f64 * 0.5
+}
+
 /// The header's second line: `cpu: MODEL, N cpus usable`.
 pub fn cpu_line(cpu: &str, usable: usize) -> String {
     match usable {
         1 => format!("cpu: {cpu}, 1 cpu usable"),
         n => format!("cpu: {cpu}, {n} cpus usable"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy;
+
+    #[test]
+    fn half_the_cpus_loaded_is_busy() {
+        assert!(!busy(0.4, 1));
+        assert!(busy(0.5, 1));
+        assert!(!busy(0.9, 2));
+        assert!(busy(1.0, 2));
+        assert!(busy(3.7, 4));
     }
 }

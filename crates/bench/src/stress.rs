@@ -532,6 +532,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         }
         return Ok(());
     };
+    crate::stats::warn_if_busy();
     let secs = secs()?;
     let setup = Setup {
         stress_ng,
