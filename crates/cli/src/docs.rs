@@ -10,8 +10,8 @@
 use crate::help;
 
 /// The commands, in the order of `ipcns help`.
-pub const COMMANDS: [&str; 9] = [
-    "run", "ipcs", "ipcmk", "ipcrm", "sysctl", "proc", "ns", "idmap", "bench",
+pub const COMMANDS: [&str; 10] = [
+    "run", "ipcs", "ipcmk", "ipcrm", "sysctl", "proc", "top", "ns", "idmap", "bench",
 ];
 
 /// The commands that are not topics of their own.

@@ -1,7 +1,7 @@
 //! `ipcns help [TOPIC]`: the command's usage, or a subcommand's help (the
 //! text its `--help` prints).
 
-use crate::{bench, idmap, ipctools, ns, procfs, run, sysctl};
+use crate::{bench, idmap, ipctools, ns, procfs, run, sysctl, top};
 use anyhow::{anyhow, bail};
 use std::ffi::OsString;
 
@@ -26,6 +26,9 @@ only ipcmk, ns create and run make one that does not exist):
                                       util-linux's ipcrm
   sysctl [-n] [NAME[=VALUE]]...       the namespace's kernel.* limits and *_next_id
   proc sem|msg|shm                    the namespace's /proc/sysvipc text
+  top [NAME] [--once | -n COUNT] [-d SECONDS] [--sort KEY] [--json]
+                                      a live view: each object's operations per second,
+                                      blocked calls, messages, bytes, attachments, last pid
   ns create NAME [--extend] [--mode OCTAL]
   ns list | ns info [NAME] | ns check [NAME] | ns remove NAME... | ns prune [--dry-run]
                                       namespaces (arena files in $IPCNS_DIR or /dev/shm/ipcns-UID)
@@ -46,7 +49,7 @@ other commands:
   completions bash|zsh|fish           the shell's completion script, made from these texts
   -V, --version                       ipcns's version
 
-help topics: run ipcs ipcmk ipcrm sysctl proc ns idmap bench
+help topics: run ipcs ipcmk ipcrm sysctl proc top ns idmap bench
 ";
 
 /// The help of a subcommand, or `None` when `topic` is none.
@@ -56,6 +59,7 @@ pub fn topic(topic: &str) -> Option<&'static str> {
         "bench" => bench::USAGE,
         "sysctl" => sysctl::USAGE,
         "proc" => procfs::USAGE,
+        "top" => top::USAGE,
         "ns" => ns::USAGE,
         "run" => run::USAGE,
         tool => ipctools::Which::from_name(tool)?.usage(),
@@ -64,7 +68,7 @@ pub fn topic(topic: &str) -> Option<&'static str> {
 
 /// What `ipcns help ARGS` prints.
 pub fn text(args: &[OsString]) -> anyhow::Result<String> {
-    let topics = "help topics: run ipcs ipcmk ipcrm sysctl proc ns idmap bench";
+    let topics = "help topics: run ipcs ipcmk ipcrm sysctl proc top ns idmap bench";
     match args {
         [] => Ok(USAGE.to_string()),
         [t] => {

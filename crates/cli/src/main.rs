@@ -11,6 +11,7 @@ mod ns;
 mod procfs;
 mod run;
 mod sysctl;
+mod top;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -62,12 +63,13 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         "idmap" => idmap::run(rest),
         "bench" => bench::run(&args::all_utf8("bench", rest)?),
         "run" => run::run(rest),
-        name @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns") => {
+        name @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns" | "top") => {
             let (ns_name, rest) = ns::take_ns_option(rest)?;
             match name {
                 "ns" => ns::run(&ns_name, &rest),
                 "sysctl" => sysctl::run(&ns_name, &args::all_utf8(name, &rest)?),
                 "proc" => procfs::run(&ns_name, &args::all_utf8(name, &rest)?),
+                "top" => top::run(&ns_name, &args::all_utf8(name, &rest)?),
                 tool => {
                     let which = ipctools::Which::from_name(tool).expect("one of the three tools");
                     ipctools::run(which, &ns_name, &rest)

@@ -119,6 +119,8 @@ pub use intr::note_signal;
 pub use lock::{Holder, Liveness};
 #[cfg(not(loom))]
 pub use namespace::Namespace;
+/// `ipcns top`'s reading of a namespace's objects.
+pub use namespace::activity::ObjectActivity;
 #[cfg(not(loom))]
 pub use namespace::check::Census;
 #[doc(hidden)]

@@ -26,7 +26,8 @@ pub const DELETING: u32 = 3;
 /// # Layout
 /// 96 bytes: `lock` @0, `generation` @24, `state` @32, `seq` @36, `key` @40,
 /// `uid` @44, `gid` @48, `cuid` @52, `cgid` @56, `mode` @60, `ctime` @64,
-/// `perm_seq` @72, `spare` @80.
+/// `perm_seq` @72, `spare` @80 (a segment's file, shm/file.rs; a set's
+/// or a queue's activity counters, [`Counted`]).
 #[repr(C, align(8))]
 pub struct Head {
     pub lock: Lock,
@@ -165,7 +166,7 @@ pub struct MsgSlot {
 /// # Layout
 /// 192 bytes: head, `size` @96, `atime` @104, `dtime` @112, `cpid` @120,
 /// `lpid` @124, `nattch` @128, `serial` @136, `creator_start` @144,
-/// `spare` @168 (a huge page segment's file: shm/huge.rs). The head's
+/// `spare` @168 (a huge page segment's file: shm/huge.rs), `calls` @184. The head's
 /// `spare` (@80, @88) holds a normal segment's file's device and inode
 /// (shm/file.rs); layout version 3 left both zero, which still reads as
 /// "no file recorded".
@@ -188,6 +189,63 @@ pub struct ShmSlot {
     pub journal_attach: AtomicU64,
     pub journal_op: AtomicU64,
     pub spare: [AtomicU64; 2],
+    /// Activity (`ipcns top`): the shmat and shmdt calls that counted or
+    /// uncounted an attachment ([`bump`]). The slot's last 8 bytes
+    /// were padding before, zero in every arena.
+    pub calls: AtomicU64,
+}
+
+/// Adds one to an activity counter (`ipcns top`, [`Counted`]): the
+/// operations each object served, which the kernel does not count. The
+/// object's lock is held: a plain load and store, no atomic
+/// read-modify-write, on a line the operation writes anyway (a set's
+/// `otime`, a queue's `cbytes`, a segment's `atime`). A holder killed
+/// between the two loses one count; a stray write makes a wrong count,
+/// nothing else reads it.
+#[inline(always)]
+pub fn bump(c: &AtomicU64) {
+    use core::sync::atomic::Ordering::Relaxed;
+    c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+}
+
+/// The activity counters kept in the free words of the slots (`head.spare`
+/// of sets and queues, which only segments use; `calls` of segments).
+/// Zeroed when an object is created; an object made by an earlier build
+/// starts from the count its index's previous object left.
+pub trait Counted {
+    /// Sets: semop calls completed. Queues: messages sent. Segments:
+    /// shmat and shmdt calls.
+    fn first_count(&self) -> &AtomicU64;
+    /// Sets: semop calls that slept. Queues: messages received. Segments:
+    /// none (None).
+    fn second_count(&self) -> Option<&AtomicU64>;
+}
+
+impl Counted for SemSlot {
+    fn first_count(&self) -> &AtomicU64 {
+        &self.head.spare[0]
+    }
+    fn second_count(&self) -> Option<&AtomicU64> {
+        Some(&self.head.spare[1])
+    }
+}
+
+impl Counted for MsgSlot {
+    fn first_count(&self) -> &AtomicU64 {
+        &self.head.spare[0]
+    }
+    fn second_count(&self) -> Option<&AtomicU64> {
+        Some(&self.head.spare[1])
+    }
+}
+
+impl Counted for ShmSlot {
+    fn first_count(&self) -> &AtomicU64 {
+        &self.calls
+    }
+    fn second_count(&self) -> Option<&AtomicU64> {
+        None
+    }
 }
 
 const _: () = {
@@ -212,6 +270,7 @@ const _: () = {
     assert!(offset_of!(ShmSlot, nattch) == 128);
     assert!(offset_of!(Head, spare) == 80);
     assert!(offset_of!(ShmSlot, spare) == 168);
+    assert!(offset_of!(ShmSlot, calls) == 184);
 };
 
 // repr(C), atomics and Locks only, no Drop; any bits are valid.

@@ -12,6 +12,7 @@ mod ipcs;
 mod kernel;
 mod nscmds;
 mod run;
+mod top;
 
 use std::ffi::OsStr;
 use std::path::Path;

@@ -146,6 +146,8 @@ pub(crate) fn msgget(a: &Session, cred: &Cred, key: i32, msgflg: i32) -> SysResu
         s.cache.store(0, Relaxed);
         s.journal.store(0, Relaxed);
         s.journal_aux.store(0, Relaxed);
+        s.head.spare[0].store(0, Relaxed);
+        s.head.spare[1].store(0, Relaxed);
         Ok(())
     })
 }

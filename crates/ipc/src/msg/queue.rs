@@ -42,7 +42,7 @@ use crate::chain::Chain;
 use crate::errno::{Errno, SysResult};
 use crate::heap;
 use crate::lock;
-use crate::object::MsgSlot;
+use crate::object::{Counted, MsgSlot, bump};
 use crate::registry::{Found, still_valid};
 use crate::session::Session;
 use crate::time::now;
@@ -575,6 +575,12 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
         .store((w.who.load(Relaxed) & lock::TID_MASK) as i32, Relaxed);
     s.rtime.store(t, Relaxed);
     if w.state.load(Acquire) != wait::DONE {
+        // Sent and received at once (a repair's hand-over of a record
+        // already DONE counted when it was done).
+        bump(s.first_count());
+        if let Some(c) = s.second_count() {
+            bump(c);
+        }
         w.msg().handed().store(b.off, Relaxed);
         finish(w, 0);
     }

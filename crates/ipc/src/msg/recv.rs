@@ -24,7 +24,7 @@ use super::queue::{self, Block, KIND_RECV, Wants, Woke};
 use crate::abi;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::object::MsgSlot;
+use crate::object::{Counted, MsgSlot, bump};
 use crate::perm::{self, S_IRUGO};
 use crate::registry::{lock_object, obtain, still_valid};
 use crate::session::Session;
@@ -343,6 +343,9 @@ fn take(a: &Session, s: &MsgSlot, prev: u64, b: &Block<'_>, pid: i32) -> SysResu
     s.qnum.store(qn.saturating_sub(1), Relaxed);
     s.lrpid.store(pid, Relaxed);
     s.rtime.store(now(), Relaxed);
+    if let Some(c) = s.second_count() {
+        bump(c);
+    }
     queue::recycle(a, s, b.off);
     Ok(())
 }

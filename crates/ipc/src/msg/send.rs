@@ -19,7 +19,7 @@ use super::queue::{self, Block, KIND_RECV, KIND_SEND, Step, Wants, Woke};
 use crate::abi;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::object::MsgSlot;
+use crate::object::{Counted, MsgSlot, bump};
 use crate::perm::{self, S_IWUGO};
 use crate::registry::{lock_object, obtain, still_valid};
 use crate::session::Session;
@@ -161,6 +161,7 @@ fn put(a: &Session, s: &MsgSlot, pid: i32, mtype: i64, text: &[u8]) -> SysResult
     s.qnum.store(qn.saturating_add(1), Relaxed);
     s.lspid.store(pid, Relaxed);
     s.stime.store(now(), Relaxed);
+    bump(s.first_count());
     s.journal.store(0, Release);
     Ok(())
 }

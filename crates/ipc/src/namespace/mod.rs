@@ -5,6 +5,7 @@
 //! Who may attach to which file, and how files are made, is arena/file.rs's
 //! business; this module turns names into paths.
 
+pub mod activity;
 pub(crate) mod check;
 mod info;
 pub mod life;

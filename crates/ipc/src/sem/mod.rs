@@ -235,7 +235,7 @@ fn sems_as_shown<'a>(a: &'a Session, f: &Found<'a, SemSlot>) -> Result<&'a [Sem]
 
 /// The semaphores of a set: inline, or the heap array. EUCLEAN when the
 /// slot's size or array offset cannot be (a corrupt arena).
-fn sems<'a>(a: &'a Session, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
+pub(crate) fn sems<'a>(a: &'a Session, s: &'a SemSlot) -> Result<&'a [Sem], Errno> {
     let n = s.nsems.load(Relaxed) as usize;
     let base = s.base.load(Relaxed);
     if base == 0 {
@@ -394,6 +394,8 @@ pub(crate) fn semget(
         s.base.store(base, Relaxed);
         stored.set(true);
         s.otime.store(0, Relaxed);
+        s.head.spare[0].store(0, Relaxed);
+        s.head.spare[1].store(0, Relaxed);
         s.queue.store(0, Relaxed);
         s.journal_op.store(0, Relaxed);
         s.journal_off.store(0, Relaxed);

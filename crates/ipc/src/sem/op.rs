@@ -26,7 +26,7 @@ use crate::abi::{self, sembuf};
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
 use crate::limits::{SEMAEM, SEMVMX};
-use crate::object::{Sem, SemSlot};
+use crate::object::{Counted, Sem, SemSlot, bump};
 use crate::perm::{self, S_IRUGO, S_IWUGO};
 use crate::registry::{Found, Kind, lock_object, obtain, still_valid};
 use crate::session::Session;
@@ -353,6 +353,7 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
         Attempt::Done(n) => {
             commit(a, s, sems, &buf[..n], w.pid.load(Relaxed), off, entry)?;
             s.otime.store(now(), Relaxed);
+            bump(s.first_count());
             let altered = sops.iter().any(|o| o.sem_op != 0);
             Ok(Retry::Left { altered, sops })
         }
@@ -690,6 +691,9 @@ fn semtimedop_try(
             Attempt::Block { .. } if dead_holders() => return Err(DEAD_HOLDERS),
             Attempt::Block { sem_num, zero } => {
                 let off = enqueue(a, s, cred, sops, sem_num, zero, entry)?;
+                if let Some(c) = s.second_count() {
+                    bump(c);
+                }
                 // Read under the lock: whether ours is among the records
                 // a waker completes next (`wait::sleep`), and the death
                 // words of the set's SEM_UNDO holders, whose deaths may
@@ -707,6 +711,7 @@ fn semtimedop_try(
 #[inline(always)]
 fn done(a: &Session, s: &SemSlot, sops: &[sembuf], alter: bool) -> SysResult<i32> {
     s.otime.store(now(), Relaxed);
+    bump(s.first_count());
     if alter {
         // Our operation is done: a failure to complete the sleepers (no
         // memory for a journal, a corrupt record) is not ours to report,

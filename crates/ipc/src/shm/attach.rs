@@ -25,7 +25,7 @@ use crate::abi;
 use crate::chain::Chain;
 use crate::creds::Cred;
 use crate::errno::{Errno, SysResult};
-use crate::object::ShmSlot;
+use crate::object::{ShmSlot, bump};
 use crate::perm;
 use crate::proc;
 use crate::registry::{self, Reg, lock_object, obtain, still_valid};
@@ -239,6 +239,7 @@ fn uncount(a: &Session, off: u64, pid: i32) -> SysResult<()> {
             // ipc_update_pid(&shp->shm_lprid, task_tgid(current));"
             s.dtime.store(now(), Relaxed);
             s.lpid.store(pid, Relaxed);
+            bump(&s.calls);
         } else {
             e.state.store(DETACHED, Relaxed);
         }
@@ -441,6 +442,7 @@ pub(crate) fn shmat(
         journaled(a, s, off, JOURNAL_COUNT);
         s.atime.store(now(), Relaxed);
         s.lpid.store(cred.pid, Relaxed);
+        bump(&s.calls);
         Ok(())
     })();
     if let Err(e) = counted {

@@ -473,6 +473,7 @@ pub(crate) fn shmget(a: &Session, cred: &Cred, key: i32, size: u64, shmflg: i32)
         s.cpid.store(cred.pid, Relaxed);
         s.lpid.store(0, Relaxed);
         s.nattch.store(0, Relaxed);
+        s.calls.store(0, Relaxed);
         s.serial.store(serial, Relaxed);
         Huge::store(huge.as_ref(), s);
         FileId::store(file, serial, s);

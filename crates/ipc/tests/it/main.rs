@@ -1,5 +1,6 @@
 //! Integration tests of the ipcns core. One binary; a module per concern.
 
+mod activity;
 mod basics;
 mod chaos;
 mod corrupt;
