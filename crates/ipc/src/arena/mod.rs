@@ -117,7 +117,7 @@ fn percpu_name(m: u32) -> &'static str {
 /// that has it mapped. The size is checked against the header when a
 /// process attaches, not afterwards: a participant that truncates the file
 /// breaks the namespace, as one that scribbles over it does (see the
-/// README's security section).
+/// security section of docs/namespace.md).
 pub struct Arena {
     path: PathBuf,
     /// The arena file as it was when attached (device, inode, owner,
