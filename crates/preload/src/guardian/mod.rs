@@ -36,8 +36,13 @@
 //!
 //! Cost: one process per unshared namespace, asleep in `read`, its pages
 //! shared copy-on-write with the process it was cloned from (the shared
-//! mappings unmapped); the clone is a fork of the process (its page
-//! tables copied).
+//! mappings unmapped), which it keeps while it lives (the process's
+//! private memory as of the unshare is not freed at its exit until the
+//! guardian ends). The clone is a fork of the process: about 0.2 ms for a
+//! small one, plus some 26 ms per GiB of private memory it has touched
+//! (4 KiB pages: its page tables are copied). A guardian that exec'd a
+//! small helper image from a `CLONE_VM | CLONE_VFORK` child would cost
+//! neither; not done.
 
 mod maps;
 mod sys;
