@@ -103,7 +103,7 @@ pub use arena::header::MAGIC as ARENA_MAGIC;
 #[cfg(not(loom))]
 pub use arena::layout::Mech;
 #[cfg(not(loom))]
-pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
+pub use arena::{Access, ArenaError, CreateOptions, is_segment_file, segment_dir_of};
 #[cfg(not(loom))]
 pub use creds::Cred;
 #[cfg(not(loom))]
