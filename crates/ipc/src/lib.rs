@@ -49,8 +49,8 @@ mod hash;
 mod heap;
 #[cfg(not(loom))]
 mod ids;
-/// Signal handlers' news for blocked calls (`note_signal`, and the
-/// mark a call takes as it starts).
+// Signal handlers' news for blocked calls (`note_signal`, and the
+// mark a call takes as it starts): for the C ABI.
 #[doc(hidden)]
 #[cfg(not(loom))]
 pub mod intr;

@@ -18,7 +18,7 @@
 //! every msgsnd and msgrcv of every queue (one cache line for all
 //! processes), and could not be kept exact across a death between the
 //! queue's update and the total's. So the registry's `used` and `used2`
-//! stay 0 for msg ([`MsgKind::usage`]), and `Namespace::check` audits each
+//! stay 0 for msg (`MsgKind::usage`), and `Namespace::check` audits each
 //! queue's counts against its list instead.
 
 mod queue;

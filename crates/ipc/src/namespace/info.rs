@@ -101,7 +101,7 @@ impl Namespace {
     /// registry`, `msg registry`, `shm registry`, `heap`, `processes`, and
     /// each object's (`sem 3` for the set at index 3), with the holder's
     /// thread id, its state and whether it lives. Read without taking any
-    /// lock; at most [`MAX_HOLDERS`] listed.
+    /// lock; at most 100 (`MAX_HOLDERS`) listed.
     pub fn lock_holders(&self) -> Vec<(String, Holder)> {
         let a = self.arena();
         let h = a.header();
