@@ -41,8 +41,12 @@ pub mod creds;
 #[cfg(not(loom))]
 mod ctl;
 #[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
 mod fault;
 
+#[cfg(not(loom))]
+pub mod handles;
 #[cfg(not(loom))]
 mod hash;
 #[cfg(not(loom))]
@@ -108,6 +112,13 @@ pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
 pub use creds::Cred;
 #[cfg(not(loom))]
 pub use errno::{Errno, SysResult};
+#[cfg(not(loom))]
+pub use error::{Error, Result};
+#[cfg(not(loom))]
+pub use handles::{
+    Attachment, Message, MsgFlags, MsgQueue, MsgStat, MsgType, Perm, SemFlags, SemOp, SemSet,
+    SemStat, ShmSegment, ShmStat,
+};
 #[cfg(not(loom))]
 pub use heap::HeapStats;
 /// For signal handlers: a blocked System V IPC call of this thread

@@ -26,4 +26,5 @@ mod sleepers;
 mod stress;
 mod support;
 mod targeted;
+mod typed;
 mod undoleak;
