@@ -163,12 +163,17 @@ mod time;
 #[cfg(not(loom))]
 mod wait;
 
+#[doc(hidden)]
 #[cfg(not(loom))]
 pub use arena::header::MAGIC as ARENA_MAGIC;
 #[cfg(not(loom))]
 pub use arena::layout::Mech;
+/// Where a namespace's segment files are (for the C ABI).
+#[doc(hidden)]
 #[cfg(not(loom))]
-pub use arena::{Access, ArenaError, CreateOptions, segment_dir_of};
+pub use arena::segment_dir_of;
+#[cfg(not(loom))]
+pub use arena::{Access, ArenaError, CreateOptions};
 #[cfg(not(loom))]
 pub use creds::Cred;
 #[cfg(not(loom))]
@@ -227,5 +232,6 @@ pub fn with_lock_limit<R>(limit: core::time::Duration, f: impl FnOnce() -> R) ->
 }
 
 /// Arena bytes of one object slot (every object has exactly one).
+#[doc(hidden)]
 #[cfg(not(loom))]
 pub const SLOT_BYTES: u64 = arena::layout::SLOT_SIZE;

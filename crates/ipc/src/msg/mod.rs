@@ -23,6 +23,7 @@
 
 mod queue;
 pub(crate) mod recv;
+#[doc(hidden)]
 pub use recv::RecvBuf;
 pub(crate) mod send;
 
@@ -46,6 +47,7 @@ const MSGSEG: u16 = 0xffff;
 
 /// Bytes of a queued message's header in the arena's heap: `[next, mtype,
 /// size | pid << 32]`, then the text (queue.rs).
+#[doc(hidden)]
 pub const MESSAGE_HEADER: u64 = 24;
 pub(crate) const MSG_HEADER: u64 = MESSAGE_HEADER;
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod check;
 mod info;
+#[doc(hidden)]
 pub mod life;
 mod msg;
 mod procfs;

@@ -91,6 +91,7 @@ impl Namespace {
     ///
     /// remap_file_pages(2); mm/mmap.c `remap_file_pages`, ipc/shm.c
     /// `shm_close`, `__shm_open`.
+    #[doc(hidden)]
     pub fn remap_file_pages(
         &self,
         cred: &Cred,
