@@ -19,15 +19,23 @@ use crate::errno::Errno;
 pub enum Error {
     /// A call failed with this errno, as the kernel's would (`semop` with
     /// IPC_NOWAIT: EAGAIN; a key already in use with IPC_EXCL: EEXIST).
-    #[error("{0}")]
+    #[error(transparent)]
     Errno(#[from] Errno),
     /// The namespace could not be created, opened or removed.
     #[error(transparent)]
     Arena(#[from] ArenaError),
     /// The caller's credentials could not be read (from /proc and the
-    /// credential system calls).
+    /// credential system calls). The message includes the I/O error's, so
+    /// it is not also given as the source (a chain printed whole would
+    /// say it twice).
     #[error("reading the caller's credentials: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(e)
+    }
 }
 
 impl Error {
@@ -79,5 +87,13 @@ mod tests {
     fn displays_as_the_errno_and_is_a_std_error() {
         let e: Box<dyn std::error::Error> = Box::new(Error::from(Errno::EAGAIN));
         assert!(e.to_string().starts_with("EAGAIN: "), "{e}");
+        // Said once: no source repeats the message.
+        assert!(e.source().is_none());
+        let io = Error::from(std::io::Error::from_raw_os_error(libc::ENOENT));
+        assert!(std::error::Error::source(&io).is_none());
+        assert!(
+            io.to_string()
+                .starts_with("reading the caller's credentials: ")
+        );
     }
 }

@@ -285,9 +285,10 @@ impl<'ns> SemSet<'ns> {
     /// Performs `ops` all at once or not at all, waiting without limit
     /// until all can proceed (unless one has [`SemFlags::NOWAIT`]: EAGAIN):
     /// `semop(id, ops, ops.len())`. EIDRM if the set is removed while the
-    /// caller waits, EINTR if a signal handler runs (see
-    /// [`crate::note_signal`]), EFBIG for a `num` outside the set, E2BIG
-    /// for more than SEMOPM (500) operations.
+    /// caller waits, EINTR if a signal handler that says so runs
+    /// (`ipcns::note_signal`, which libipcns.so's handler wrappers call),
+    /// EFBIG for a `num` outside the set, E2BIG for more than SEMOPM (500)
+    /// operations.
     pub fn ops(&self, ops: &[SemOp]) -> Result<()> {
         self.timed(ops, None)
     }
