@@ -234,6 +234,7 @@ pub fn current(arena_ns: u64) -> std::io::Result<Arc<Cred>> {
 /// which registers the handler) and compares it with `forks_now`;
 /// `clear_in_fork_child` has the same handler clear a flag of the C ABI
 /// (whose own handler's code a child would fault in).
+#[doc(hidden)]
 pub use crate::lock::{clear_in_fork_child, fork_generation, forks_now};
 
 /// Forgets the cached credentials (after setuid, setgid, setgroups, capset).

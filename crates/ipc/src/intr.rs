@@ -23,7 +23,7 @@
 //! - The sleeper (`park::sleep`) asks [`Mark::interrupted`] while it spins,
 //!   right after it says it sleeps (CAS QUEUED -> SLEEPING) and after
 //!   every futex return, and gives up (EINTR) once the counter moved.
-//! - Before that CAS it registers its state word ([`Mark::watch`]). A
+//! - Before that CAS it registers its state word (`Mark::watch`). A
 //!   handler that finds a word registered CASes it SLEEPING -> QUEUED, so
 //!   that a FUTEX_WAIT about to start (it expects SLEEPING) returns at
 //!   once with EAGAIN, and the sleeper's next look sees the counter. The

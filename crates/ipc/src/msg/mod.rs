@@ -18,11 +18,12 @@
 //! every msgsnd and msgrcv of every queue (one cache line for all
 //! processes), and could not be kept exact across a death between the
 //! queue's update and the total's. So the registry's `used` and `used2`
-//! stay 0 for msg ([`MsgKind::usage`]), and `Namespace::check` audits each
+//! stay 0 for msg (`MsgKind::usage`), and `Namespace::check` audits each
 //! queue's counts against its list instead.
 
 mod queue;
 pub(crate) mod recv;
+#[doc(hidden)]
 pub use recv::RecvBuf;
 pub(crate) mod send;
 
@@ -46,6 +47,7 @@ const MSGSEG: u16 = 0xffff;
 
 /// Bytes of a queued message's header in the arena's heap: `[next, mtype,
 /// size | pid << 32]`, then the text (queue.rs).
+#[doc(hidden)]
 pub const MESSAGE_HEADER: u64 = 24;
 pub(crate) const MSG_HEADER: u64 = MESSAGE_HEADER;
 

@@ -101,7 +101,7 @@ impl Namespace {
     /// registry`, `msg registry`, `shm registry`, `heap`, `processes`, and
     /// each object's (`sem 3` for the set at index 3), with the holder's
     /// thread id, its state and whether it lives. Read without taking any
-    /// lock; at most [`MAX_HOLDERS`] listed.
+    /// lock; at most 100 (`MAX_HOLDERS`) listed.
     pub fn lock_holders(&self) -> Vec<(String, Holder)> {
         let a = self.arena();
         let h = a.header();
@@ -156,6 +156,7 @@ impl Namespace {
     /// `Namespace` per arena (as it should) needs nothing else. Its shm
     /// attachments stay counted as long as they are mapped: until `shmdt`,
     /// or until the process is gone and someone reaps it.
+    #[doc(hidden)]
     pub fn exit_process(&self) -> crate::errno::SysResult<()> {
         crate::process::exit(self.arena())
     }
@@ -189,12 +190,14 @@ impl Namespace {
 
     /// `semopm` now: the most operations one semop may carry (E2BIG
     /// above), read before the caller's operations are copied in.
+    #[doc(hidden)]
     pub fn semopm(&self) -> i32 {
         self.arena().header().limits.semopm.load(Relaxed)
     }
 
     /// `msgmax` now: the largest message msgsnd accepts (EINVAL above),
     /// read before the caller's text is copied in.
+    #[doc(hidden)]
     #[inline]
     pub fn msgmax(&self) -> i32 {
         self.arena().header().limits.msgmax.load(Relaxed)

@@ -8,6 +8,7 @@
 pub mod activity;
 pub(crate) mod check;
 mod info;
+#[doc(hidden)]
 pub mod life;
 mod msg;
 mod procfs;

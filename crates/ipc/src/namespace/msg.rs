@@ -71,6 +71,7 @@ impl Namespace {
     }
 
     /// [`Namespace::msgrcv`] into a [`RecvBuf`]: `buf.cap()` is `msgsz`.
+    #[doc(hidden)]
     #[inline]
     pub fn msgrcv_into(
         &self,

@@ -36,9 +36,14 @@ impl Namespace {
     /// `shmdt(shmaddr)`: unmaps the attachment that starts at `shmaddr`.
     ///
     /// shmop(2); ipc/shm.c `ksys_shmdt`: EINVAL when no attachment of this
-    /// process starts there.
+    /// process starts there. Also EINVAL at the address of a live
+    /// [`Attachment`](crate::Attachment) guard of this process: only the
+    /// guard detaches it, so no slice it lent is left dangling.
     #[inline]
     pub fn shmdt(&self, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
+        if crate::handles::shm::held(shmaddr) {
+            return Err(crate::errno::Errno::EINVAL);
+        }
         crate::shm::attach::shmdt(&self.session, cred, shmaddr)
     }
 
@@ -91,6 +96,7 @@ impl Namespace {
     ///
     /// remap_file_pages(2); mm/mmap.c `remap_file_pages`, ipc/shm.c
     /// `shm_close`, `__shm_open`.
+    #[doc(hidden)]
     pub fn remap_file_pages(
         &self,
         cred: &Cred,

@@ -96,6 +96,7 @@ impl Namespace {
     /// files' owner bits (ipc/ipc_sysctl.c `ipc_set_ownership`, the uid
     /// the owning user namespace maps to 0): the one who made the
     /// namespace, the arena file's owner. It and root may write them.
+    #[doc(hidden)]
     pub fn sysctl_root_uid(&self) -> u32 {
         self.arena().arena().id().uid
     }

@@ -1,5 +1,5 @@
-//! Semaphore sets: `semget` and `semctl` (ipc/sem.c). `semop` arrives with
-//! the operations.
+//! Semaphore sets: `semget` and `semctl` (ipc/sem.c) here; `semop` and
+//! `semtimedop` in op.rs, SEM_UNDO entries in undo.rs, `exit_sem` in exit.rs.
 //!
 //! # Protocol
 //! semget: registry lock, key lookup, checks, create (`newary`). semctl:

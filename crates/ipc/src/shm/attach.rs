@@ -52,6 +52,7 @@ pub const SHM_EXEC: i32 = 0o100000;
 pub const SHMLBA: usize = 4096;
 
 /// An attachment.
+#[doc(hidden)]
 #[repr(C, align(8))]
 pub struct Attach {
     pub next: AtomicU64,
@@ -180,6 +181,7 @@ fn forget(a: &Session, me: u32, off: u64) -> SysResult<()> {
 /// was as far as it was sound): it is taken apart from the head, each
 /// entry freed as it goes, so a loop would hand the takers entries freed
 /// already, again and again. Procs lock held.
+#[doc(hidden)]
 pub fn cut_cycle(a: &Session, r: &proc::Proc) {
     let next = |off: u64| entry(a, off).ok().map(|e| e.next.load(Relaxed));
     if let Some(closing) = crate::chain::cut_point(r.attaches.load(Relaxed), next)
@@ -265,6 +267,7 @@ fn uncount(a: &Session, off: u64, pid: i32) -> SysResult<()> {
 /// or the record's own process): each entry is read from the head of the
 /// list under the procs lock, so no entry freed by someone else is ever
 /// followed. The mappings themselves went with the address space.
+#[doc(hidden)]
 pub fn drop_first(a: &Session, idx: u32, pid: i32) -> SysResult<bool> {
     let first = {
         let _g = proc::lock(a)?;
@@ -293,6 +296,7 @@ pub fn drop_first(a: &Session, idx: u32, pid: i32) -> SysResult<bool> {
 
 /// Drops every attachment of record `idx` ([`drop_first`] until none is
 /// left, bounded).
+#[doc(hidden)]
 pub fn drop_all(a: &Session, idx: u32, pid: i32) -> SysResult<()> {
     for _ in 0..crate::chain::MAX_LINKS {
         if !drop_first(a, idx, pid)? {
@@ -307,6 +311,7 @@ pub fn drop_all(a: &Session, idx: u32, pid: i32) -> SysResult<()> {
 /// as the last operator (Linux counts them in `dup_mmap`, in the parent).
 /// The fallback of a child whose unborn record (see `process::fork::prefork`) was
 /// dropped before it could claim it.
+#[doc(hidden)]
 pub fn inherit(a: &Session, parent: u32) -> SysResult<()> {
     let ppid = crate::lock::parent_pid();
     let entries = counted(a, parent, ppid)?;

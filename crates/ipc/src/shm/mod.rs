@@ -1,5 +1,5 @@
-//! Shared memory segments: `shmget` and `shmctl` (ipc/shm.c). `shmat` and
-//! `shmdt` arrive with the operations.
+//! Shared memory segments: `shmget` and `shmctl` (ipc/shm.c) here; `shmat`
+//! and `shmdt` in attach.rs.
 //!
 //! Each segment's pages live in a file of its own in the namespace's
 //! segment directory, `<arena>.d/shm.<serial>`, created at `shmget`

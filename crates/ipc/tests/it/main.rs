@@ -27,4 +27,5 @@ mod sleepers;
 mod stress;
 mod support;
 mod targeted;
+mod typed;
 mod undoleak;
