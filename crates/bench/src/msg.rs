@@ -20,6 +20,8 @@
 //! thousandfold (for the tests; the numbers then mean nothing).
 
 use super::TempNs;
+use super::plot::Chart;
+use super::progress::Progress;
 use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
 use super::sys::{KernelMsgBuf, SharedPage, allowed_cpus, fork, set_cpus};
 use anyhow::{Context, bail, ensure};
@@ -337,10 +339,34 @@ struct Side {
     two_burst: f64,
 }
 
-fn measure<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Side> {
+/// The steps of [`measure`], for the progress line.
+const STEPS: usize = 4;
+
+/// Everything on one side; `step(i, what)` is told each step as it starts.
+fn measure<Q: Queues>(
+    q: &mut Q,
+    sizes: Sizes,
+    step: &mut dyn FnMut(usize, &str),
+) -> anyhow::Result<Side> {
+    step(
+        0,
+        &format!(
+            "msgsnd+msgrcv in one process, {} sizes, {ROUNDS} rounds",
+            SIZES.len()
+        ),
+    );
     let pairs = one_process(q, sizes)?;
+    step(
+        1,
+        &format!("ping-pong between two processes, {ROUNDS} rounds"),
+    );
     let ping_pong = ping_pong(q, sizes)?;
+    step(2, &format!("one pair beside two, {ROUNDS} rounds"));
     let (one, two) = scaling(q, sizes, 1)?;
+    step(
+        3,
+        &format!("one pair beside two in bursts of {BURST}, {ROUNDS} rounds"),
+    );
     let (one_burst, two_burst) = scaling(q, sizes, BURST)?;
     Ok(Side {
         pairs,
@@ -360,7 +386,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     let mut k = Kernel {
         buf: KernelMsgBuf::new(8192),
     };
-    let s = measure(&mut k, Sizes::from_env())?;
+    let s = measure(&mut k, Sizes::from_env(), &mut |_, _| {})?;
     let mut nums: Vec<String> = s.pairs.iter().map(f64::to_string).collect();
     nums.extend([s.ping_pong, s.one, s.two, s.one_burst, s.two_burst].map(|x| x.to_string()));
     println!("{}", nums.join(" "));
@@ -405,19 +431,24 @@ fn bytes_per_message() -> anyhow::Result<f64> {
     Ok((t.ns.heap_in_use() - before) as f64 / QUEUED as f64)
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let ncpus = allowed_cpus().map_or(0, |c| c.len());
+    let mut progress = Progress::new("msg", 2 * STEPS);
     let ours = {
         let t = TempNs::new("msg", 64 << 20, false)?;
         let mut q = Ipcns::new(&t.ns)?;
-        measure(&mut q, sizes)?
+        measure(&mut q, sizes, &mut |i, what| {
+            progress.step(i, &format!("ipcns: {what}"));
+        })?
     };
+    progress.step(STEPS, "the kernel (a child process: one side at a time)");
     let (kernel, kernel_note) = match kernel_side() {
         Ok(k) => (Some(k), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
+    progress.clear();
     let bytes = bytes_per_message()?;
     let mut goals = Vec::new();
     if let Some(k) = &kernel {
@@ -448,7 +479,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         scale,
         scale >= 1.6,
     ));
-    let text = if json {
+    let text = if opts.json {
         to_json(
             &cpu,
             sizes,
@@ -467,11 +498,17 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             kernel.as_ref(),
             kernel_note.as_deref(),
             bytes,
-            &goals,
+            if opts.goals { &goals } else { &[] },
         )
     };
     crate::print_out(&text)?;
-    Ok(())
+    Ok(charts(&ours, kernel.as_ref()))
+}
+
+/// `--plot`'s charts: time per msgsnd+msgrcv against the message size,
+/// and the ping-pong round trip of every round.
+fn charts(_ours: &Side, _kernel: Option<&Side>) -> Vec<Chart> {
+    Vec::new()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -577,7 +614,9 @@ fn table(
     if let Some(n) = note {
         line(format!("kernel columns skipped: {n}"));
     }
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }

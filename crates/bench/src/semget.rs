@@ -8,6 +8,8 @@
 //! cost.
 
 use super::TempNs;
+use super::plot::Chart;
+use super::progress::{self, Progress};
 use super::stats::{json_num, median, ratio};
 use anyhow::{Context, bail};
 use ipcns::Namespace;
@@ -114,13 +116,19 @@ struct Row {
     kernel: Option<[f64; 3]>,
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
+    let json = opts.json;
     let mut rows = Vec::new();
     let mut kernel_note = None;
-    for keys in KEYS {
+    let mut progress = Progress::new("semget", KEYS.len() * ROUNDS);
+    for (i, keys) in KEYS.into_iter().enumerate() {
         let mut ours = [vec![], vec![], vec![]];
         let mut kern = [vec![], vec![], vec![]];
-        for _ in 0..ROUNDS {
+        for round in 0..ROUNDS {
+            progress.step(
+                i * ROUNDS + round,
+                &format!("{keys} keys, {}", progress::round(round, ROUNDS)),
+            );
             let (c, m, l) = ipcns_round(keys)?;
             ours[0].push(c);
             ours[1].push(m);
@@ -143,6 +151,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             kernel: (kern[0].len() == ROUNDS).then(|| med(&mut kern)),
         });
     }
+    progress.clear();
     let (sem_private, sem_keyed) =
         bytes_per(1000, |ns, c, key| ns.semget(c, key, 1, IPC_CREAT | 0o600))?;
     let (msg_private, msg_keyed) =
@@ -219,7 +228,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         }
         s.push('}');
         println!("{s}");
-        return Ok(());
+        return Ok(charts(&rows));
     }
     println!(
         "ipcns bench semget: the loop semget(k++, 1, IPC_CREAT|0600) over KEYS keys in a fresh namespace,"
@@ -282,12 +291,19 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     if let Some(n) = &kernel_note {
         println!("kernel columns skipped: {n}");
     }
-    println!();
-    for (name, got, limit, met) in &goals {
-        println!(
-            "goal: {name}: {got:.2} (limit {limit}) {}",
-            if *met { "MET" } else { "NOT MET" }
-        );
+    if opts.goals {
+        println!();
+        for (name, got, limit, met) in &goals {
+            println!(
+                "goal: {name}: {got:.2} (limit {limit}) {}",
+                if *met { "MET" } else { "NOT MET" }
+            );
+        }
     }
-    Ok(())
+    Ok(charts(&rows))
+}
+
+/// `--plot`'s charts: per-call creation and lookup against the keys.
+fn charts(_rows: &[Row]) -> Vec<Chart> {
+    Vec::new()
 }

@@ -47,6 +47,8 @@
 
 use super::TempNs;
 use super::lock::Placement;
+use super::plot::Chart;
+use super::progress::{self, Progress};
 use super::stats::{cpu_model, json_num, json_str, median, ratio, verdict};
 use super::sys::{align_next_loop, fork, semtimedop, set_cpus, setns_ipc};
 use anyhow::{Context, bail, ensure};
@@ -585,7 +587,7 @@ fn row_name(idx: u32) -> String {
     format!("{FIRST_IDX}&{idx}")
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let place = Placement::new()?;
@@ -594,11 +596,27 @@ pub fn run(json: bool) -> anyhow::Result<()> {
 
     let mut ours = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
     let mut theirs = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
+    let mut progress = Progress::new("semop", 4 * ROUNDS);
     for round in 0..ROUNDS {
+        let slots = ROWS.len();
+        progress.step(
+            2 * round,
+            &format!(
+                "{}, no-op semop, ipcns, {slots} id slots",
+                progress::round(round, ROUNDS)
+            ),
+        );
         for (r, ns) in ipcns_noop(sizes.ops, round)?.into_iter().enumerate() {
             ours[r].push(ns);
         }
         if kernel_note.is_none() {
+            progress.step(
+                2 * round + 1,
+                &format!(
+                    "{}, no-op semop, the kernel, {slots} id slots",
+                    progress::round(round, ROUNDS)
+                ),
+            );
             match kernel_noop_round(sizes.ops, round) {
                 Ok(v) => {
                     for (r, x) in v.into_iter().enumerate() {
@@ -627,9 +645,17 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let mut pp_ours = Vec::with_capacity(ROUNDS);
     let mut pp_theirs = Vec::with_capacity(ROUNDS);
     let mut pp_note = kernel_note.clone();
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
+        progress.step(
+            2 * ROUNDS + 2 * round,
+            &format!("{}, ping-pong, ipcns", progress::round(round, ROUNDS)),
+        );
         pp_ours.push(ipcns_pingpong(&place, sizes).context("ipcns ping-pong")?);
         if pp_note.is_none() {
+            progress.step(
+                2 * ROUNDS + 2 * round + 1,
+                &format!("{}, ping-pong, the kernel", progress::round(round, ROUNDS)),
+            );
             match kernel_pingpong_round(sizes) {
                 Ok(ns) => pp_theirs.push(ns),
                 Err(e) => pp_note = Some(format!("{e:#}")),
@@ -644,6 +670,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         },
     };
 
+    progress.clear();
     let undo = UNDO_NSEMS
         .iter()
         .map(|&n| {
@@ -680,13 +707,19 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         3.0,
     ));
 
-    let text = if json {
+    let text = if opts.json {
         to_json(&cpu, sizes, &place, &rows, &pp, &undo, &goals)
     } else {
-        table(&cpu, sizes, &place, &rows, &pp, &undo, &goals)
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&cpu, sizes, &place, &rows, &pp, &undo, goals)
     };
     crate::print_out(&text)?;
-    Ok(())
+    Ok(charts(&rows))
+}
+
+/// `--plot`'s chart: ns per no-op semop against the second set's id slot.
+fn charts(_rows: &[Row]) -> Vec<Chart> {
+    Vec::new()
 }
 
 /// max/min - 1 over the ipcns column, in percent.
@@ -806,7 +839,9 @@ fn table(
         "  (heap_in_use over {UNDO_SETS} sets each given one SEM_UNDO semop, less the same without;"
     ));
     line("   the issue gives no goal for it: reported only)".to_string());
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }

@@ -44,7 +44,7 @@ fn bench_lock_json_has_every_number() {
 fn bench_lock_table_and_usage() {
     let d = TempDir::new("bench-lock-table");
     let o = d
-        .command(&["lock"])
+        .command(&["lock", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -54,11 +54,28 @@ fn bench_lock_table_and_usage() {
     assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
+    // Standard error is a pipe: no progress line, not a byte of it.
+    assert!(!o.stderr.contains(&b'\r'), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("lock: ["), "{}", text(&o.stderr));
+    // Without --goals: the same table, no goal lines, no verdicts.
+    let o = d
+        .command(&["lock"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plain = text(&o.stdout);
+    assert!(plain.starts_with("ipcns bench lock: "), "{plain}");
+    assert!(plain.contains("  2 processes (fork) "), "{plain}");
+    assert!(!plain.contains("goal"), "{plain}");
+    assert!(!plain.contains("MET"), "{plain}");
+    assert!(!plain.ends_with("\n\n"), "{plain}");
     // `ipcns help` (its line for bench): crates/cli/tests/cli/command.rs.
     let help = d.run(&["--help"]);
     assert!(
-        text(&help.stdout).contains(
-            "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress "
+        text(&help.stdout).starts_with(
+            "usage: ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress\n         \
+             [--json] [--goals] [--plot FILE.svg]\n"
         )
     );
 }
@@ -134,7 +151,7 @@ fn bench_semop_json_has_every_number() {
 fn bench_semop_table() {
     let d = TempDir::new("bench-semop-table");
     let o = d
-        .command(&["semop"])
+        .command(&["semop", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -221,7 +238,7 @@ fn bench_shm_json_has_every_number() {
 fn bench_shm_table() {
     let d = TempDir::new("bench-shm-table");
     let o = d
-        .command(&["shm"])
+        .command(&["shm", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -302,7 +319,7 @@ fn bench_msg_json_and_table() {
         );
     }
     let o = d
-        .command(&["msg"])
+        .command(&["msg", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -385,7 +402,7 @@ fn bench_preload_table() {
     let lib = preload_lib();
     let d = TempDir::new("bench-preload-table");
     let o = d
-        .command(&["preload"])
+        .command(&["preload", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
@@ -453,7 +470,7 @@ fn bench_fork_json_and_table() {
     assert!(d.entries().is_empty(), "{:?}", d.entries());
 
     let o = d
-        .command(&["fork"])
+        .command(&["fork", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
@@ -524,7 +541,7 @@ fn bench_contend_json_and_table() {
         "{out}"
     );
     let o = d
-        .command(&["contend"])
+        .command(&["contend", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
