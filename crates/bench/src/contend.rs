@@ -349,7 +349,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
         [what, n] if what == "queue" => Shape::Queue(n.parse()?),
         _ => bail!("usage: ipcns bench {KERNEL_CHILD} lock N | queue N"),
     };
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    crate::fresh::enter()?;
     println!("{}", kernel_one(shape)?);
     Ok(())
 }

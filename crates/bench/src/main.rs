@@ -10,6 +10,7 @@
 pub mod capi;
 pub mod contend;
 pub mod fork;
+pub mod fresh;
 pub mod idmap;
 pub mod lock;
 pub mod msg;

@@ -224,7 +224,7 @@ fn ipcns_nattch() -> anyhow::Result<[u64; 4]> {
 /// The child half, in a fresh IPC namespace: `pairs ROUND N...` prints ns
 /// per pair for each row (N pairs each); `nattch` prints the four counts.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    crate::fresh::enter()?;
     let words: Vec<String> = match args {
         [what, round, n @ ..] if what == "pairs" && n.len() == ROWS.len() => {
             let mut pairs = [0; ROWS.len()];
