@@ -88,6 +88,7 @@ where
             .x_desc(&c.x_label)
             .y_desc(&c.y_label)
             .x_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(|e| anyhow!("{e}"))?;
         lines(&mut ch, c)
@@ -99,6 +100,7 @@ where
             .x_desc(&c.x_label)
             .y_desc(&c.y_label)
             .x_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(|e| anyhow!("{e}"))?;
         lines(&mut ch, c)

@@ -248,7 +248,10 @@ fn to_json(
     kernel_note: Option<&str>,
     place: Option<Fresh>,
 ) -> String {
-    let mut s = String::from("{\"bench\":\"semget\",\"unit\":\"us\",\"rows\":[");
+    let mut s = format!(
+        "{{\"bench\":\"semget\",\"cpu\":{},\"unit\":\"us\",\"rows\":[",
+        json_str(&super::stats::cpu_model())
+    );
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
             s.push(',');
@@ -312,6 +315,10 @@ fn table(
     );
     line(format!(
         "then for the same keys again (each exists: a lookup); medians of {ROUNDS} rounds, (fastest-slowest)"
+    ));
+    line(super::stats::cpu_line(
+        &super::stats::cpu_model(),
+        crate::sys::allowed_cpus().map_or(0, |c| c.len()),
     ));
     line(match (place, kernel_note) {
         (Some(p), None) => format!("kernel: {}", p.describe()),
