@@ -26,6 +26,7 @@
 //! `IPCNS_BENCH_QUICK=1` runs 20 ms rounds (for the tests).
 
 use crate::TempNs;
+use crate::progress::{self, Progress};
 use crate::stats::{Goal, cpu_line, cpu_model, goal, json_num, json_str, median, quick, ratio};
 use crate::sys::{KernelMsgBuf, SharedPage, fork};
 use anyhow::{Context, bail, ensure};
@@ -89,6 +90,16 @@ impl Shape {
     fn n(self) -> usize {
         match self {
             Shape::Lock(n) | Shape::Queue(n) => n,
+        }
+    }
+
+    /// What is measured, for the progress line.
+    fn label(self) -> String {
+        match self {
+            Shape::Lock(1) => "1 process on one semaphore".to_string(),
+            Shape::Lock(n) => format!("{n} processes on one semaphore"),
+            Shape::Queue(1) => "1 producer/consumer pair on one queue".to_string(),
+            Shape::Queue(n) => format!("{n} producer/consumer pairs on one queue"),
         }
     }
 }
@@ -338,7 +349,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
         [what, n] if what == "queue" => Shape::Queue(n.parse()?),
         _ => bail!("usage: ipcns bench {KERNEL_CHILD} lock N | queue N"),
     };
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    crate::fresh::enter()?;
     println!("{}", kernel_one(shape)?);
     Ok(())
 }
@@ -360,13 +371,18 @@ struct Row {
     kernel: Option<f64>,
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let shapes = shapes();
     let mut ours = vec![Vec::new(); shapes.len()];
     let mut theirs = vec![Vec::new(); shapes.len()];
     let mut missing: Option<String> = None;
+    let mut progress = Progress::new("contend", ROUNDS * shapes.len());
     for round in 0..ROUNDS {
         for (i, &shape) in shapes.iter().enumerate() {
+            progress.step(
+                round * shapes.len() + i,
+                &format!("{}, {}", progress::round(round, ROUNDS), shape.label()),
+            );
             let kernel_first = (round + i) % 2 == 1;
             let mut kernel = || {
                 if missing.is_none() {
@@ -397,16 +413,18 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             kernel: (t.len() == ROUNDS).then(|| median(t)),
         })
         .collect();
+    progress.clear();
     let goals = goals(&rows);
     let cpu = cpu_model();
     let usable = crate::sys::allowed_cpus()?.len();
-    if json {
+    if opts.json {
         println!(
             "{}",
             to_json(&rows, &goals, &cpu, usable, missing.as_deref())
         );
     } else {
-        print!("{}", table(&rows, &goals, &cpu, usable, missing.as_deref()));
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        print!("{}", table(&rows, goals, &cpu, usable, missing.as_deref()));
     }
     Ok(())
 }
@@ -488,7 +506,9 @@ fn table(rows: &[Row], goals: &[Goal], cpu: &str, usable: usize, missing: Option
     if let Some(why) = missing {
         s.push_str(&format!("  kernel: {why}\n"));
     }
-    s.push('\n');
+    if !goals.is_empty() {
+        s.push('\n');
+    }
     for g in goals {
         s.push_str(&g.line());
         s.push('\n');

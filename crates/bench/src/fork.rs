@@ -42,6 +42,7 @@
 //! a thousandth of the cycles (the numbers then mean nothing).
 
 use super::preload::{Named, lib_path};
+use super::progress::{self, Progress};
 use super::stats::{Goal, cpu_line, cpu_model, goal, json_num, json_str, median, quick, ratio};
 use super::sys::allowed_cpus;
 use anyhow::{Context, bail, ensure};
@@ -465,7 +466,9 @@ impl Row {
 
 fn measure(p: &Programs, lib: &Library<'_>, sizes: Sizes) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(CASES.len());
-    for c in &CASES {
+    let steps = Way::ALL.len() * ROUNDS;
+    let mut progress = Progress::new("fork", CASES.len() * steps);
+    for (n, c) in CASES.iter().enumerate() {
         let mut row = Row {
             case: c,
             plain: Side::default(),
@@ -475,6 +478,10 @@ fn measure(p: &Programs, lib: &Library<'_>, sizes: Sizes) -> anyhow::Result<Vec<
         for r in 0..ROUNDS {
             for turn in 0..Way::ALL.len() {
                 let way = Way::ALL[(r + turn) % Way::ALL.len()];
+                progress.step(
+                    n * steps + r * Way::ALL.len() + turn,
+                    &format!("{}, {}, {}", c.name, progress::round(r, ROUNDS), way.name()),
+                );
                 let said = run_once(p, c, sizes, way, lib)?;
                 let side = row.side(way);
                 side.us.push(said.median / 1000.0);
@@ -489,7 +496,7 @@ fn measure(p: &Programs, lib: &Library<'_>, sizes: Sizes) -> anyhow::Result<Vec<
     Ok(rows)
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let ncpus = allowed_cpus().map_or(0, |c| c.len());
@@ -509,10 +516,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
                 .map(|text| goal(text, r.ratio(), r.ratio() <= GOAL))
         })
         .collect();
-    let text = if json {
+    let text = if opts.json {
         to_json(&cpu, &path, sizes, &rows, &goals)
     } else {
-        table(&cpu, ncpus, &path, sizes, &rows, &goals)
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&cpu, ncpus, &path, sizes, &rows, goals)
     };
     crate::print_out(&text)?;
     Ok(())
@@ -619,7 +627,9 @@ fn table(
             .to_string(),
         Err(bad) => format!("checks FAILED: {}", bad.join("; ")),
     });
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }

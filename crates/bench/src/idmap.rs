@@ -6,6 +6,7 @@
 //! `fstat` of cached files owned by a mapped id, from inside a child user
 //! namespace with N extents, 1000 files.
 
+use super::progress::Progress;
 use super::stats::{json_num, median, ns_per_iter, ratio};
 use super::sys::{align_next_loop, fstat_uid};
 use anyhow::{Context, bail};
@@ -67,11 +68,13 @@ fn time_lookup(f: impl Fn(u32) -> Option<u32>, id: u32) -> f64 {
     })
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let kernel = KernelBench::new();
     let mut kernel_note = None;
     let mut rows = Vec::new();
-    for n in SIZES {
+    let mut progress = Progress::new("idmap", SIZES.len());
+    for (i, n) in SIZES.into_iter().enumerate() {
+        progress.step(i, &format!("an id map of {n} extents"));
         let map = layout(n);
         let lin = LinearMap::new(&map);
         let ker = KernelSortedMap::new(&map);
@@ -134,10 +137,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             0.7,
         ),
     ];
-    if json {
+    progress.clear();
+    if opts.json {
         print_json(&rows, &goals, kernel_note.as_deref());
     } else {
-        print_table(&rows, &goals, kernel_note.as_deref());
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        print_table(&rows, goals, kernel_note.as_deref());
     }
     Ok(())
 }
@@ -193,7 +198,9 @@ fn print_table(rows: &[Row], goals: &[(&str, f64, f64)], kernel_note: Option<&st
     if let Some(note) = kernel_note {
         println!("kernel column skipped: {note}");
     }
-    println!();
+    if !goals.is_empty() {
+        println!();
+    }
     for (name, got, limit) in goals {
         let verdict = if *got <= *limit { "MET" } else { "NOT MET" };
         println!("goal: {name}: {got:.2}x (limit {limit}x) {verdict}");

@@ -16,6 +16,7 @@
 //! `IPCNS_BENCH_QUICK=1` cuts the iterations a thousandfold (for the tests;
 //! the numbers then mean nothing).
 
+use super::progress::{self, Progress};
 use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ns_per_iter, ratio};
 use super::sys::{PthreadMutex, SharedPage, align_next_loop, allowed_cpus, fork, set_cpus};
 use anyhow::{Context, ensure};
@@ -314,14 +315,22 @@ fn medians(ipcns: &[Round], robust: &[Round]) -> Contended {
     }
 }
 
-fn contended_threads(sizes: &Sizes, place: &Placement) -> anyhow::Result<Contended> {
+fn contended_threads(
+    sizes: &Sizes,
+    place: &Placement,
+    progress: &mut Progress,
+) -> anyhow::Result<Contended> {
     let ipcns_lock = BenchLock::new()?;
     let robust_lock = PthreadMutex::robust_shared()?;
     let mut ipcns = Vec::with_capacity(ROUNDS);
     let mut robust = Vec::with_capacity(ROUNDS);
     // Alternate the two locks, so that a slow spell of the machine falls
     // on both.
-    for _ in 0..ROUNDS {
+    for r in 0..ROUNDS {
+        progress.step(
+            1 + ROUNDS + r,
+            &format!("2 threads contending, {}", progress::round(r, ROUNDS)),
+        );
         let n = sizes.per_party;
         ipcns.push(threads_round(&ipcns_lock, n, place, "ipcns, 2 threads")?);
         robust.push(threads_round(
@@ -334,12 +343,20 @@ fn contended_threads(sizes: &Sizes, place: &Placement) -> anyhow::Result<Contend
     Ok(medians(&ipcns, &robust))
 }
 
-fn contended_processes(sizes: &Sizes, place: &Placement) -> anyhow::Result<Option<Contended>> {
+fn contended_processes(
+    sizes: &Sizes,
+    place: &Placement,
+    progress: &mut Progress,
+) -> anyhow::Result<Option<Contended>> {
     let ipcns_lock = BenchLock::new()?;
     let robust_lock = PthreadMutex::robust_shared()?;
     let mut ipcns = Vec::with_capacity(ROUNDS);
     let mut robust = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
+    for r in 0..ROUNDS {
+        progress.step(
+            1 + r,
+            &format!("2 processes contending, {}", progress::round(r, ROUNDS)),
+        );
         let n = sizes.per_party;
         let a = processes_round(&ipcns_lock, n, place, "ipcns, 2 processes")?;
         let b = processes_round(&robust_lock, n, place, "glibc robust, 2 processes")?;
@@ -352,15 +369,18 @@ fn contended_processes(sizes: &Sizes, place: &Placement) -> anyhow::Result<Optio
     Ok(Some(medians(&ipcns, &robust)))
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
+    let mut progress = Progress::new("lock", 1 + 2 * ROUNDS);
+    progress.step(0, &format!("uncontended, {ROUNDS} rounds per lock"));
     let u = uncontended(&sizes)?;
     // Processes first: fork needs a process with one thread, and the
     // thread rounds leave exited threads that may linger for a moment.
     let place = Placement::new()?;
-    let p = contended_processes(&sizes, &place)?;
-    let t = contended_threads(&sizes, &place)?;
+    let p = contended_processes(&sizes, &place, &mut progress)?;
+    let t = contended_threads(&sizes, &place, &mut progress)?;
+    progress.clear();
 
     let x = ratio(u.ipcns, u.robust);
     let y = ratio(t.ipcns, t.robust);
@@ -376,10 +396,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             y <= 1.5,
         ),
     ];
-    let text = if json {
+    let text = if opts.json {
         to_json(&cpu, &sizes, &place, &u, &t, p.as_ref(), &goals)
     } else {
-        table(&cpu, &sizes, &place, &u, &t, p.as_ref(), &goals)
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&cpu, &sizes, &place, &u, &t, p.as_ref(), goals)
     };
     crate::print_out(&text)?;
     Ok(())
@@ -461,7 +482,9 @@ fn table(
         "   in 1000 that took the lock from the other party; {})",
         place.describe()
     ));
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }

@@ -10,10 +10,13 @@
 pub mod capi;
 pub mod contend;
 pub mod fork;
+pub mod fresh;
 pub mod idmap;
 pub mod lock;
 pub mod msg;
+pub mod plot;
 pub mod preload;
+pub mod progress;
 pub mod rseq;
 pub mod semget;
 pub mod semop;
@@ -86,13 +89,22 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == shm::KERNEL_CHILD {
         return shm::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
-    let mut json = false;
-    for a in &args[1..] {
-        match a.as_str() {
-            "--json" => json = true,
-            other => bail!("bench: unknown option {other:?} (expected --json)"),
-        }
+    let opts = Options::parse(&args[1..])?;
+    if opts.plot.is_some()
+        && !plot::DRAWN.contains(&what.as_str())
+        && BENCHES.contains(&what.as_str())
+    {
+        bail!(
+            "bench: --plot: bench {what} draws no chart (charts: {})",
+            plot::DRAWN.join(", ")
+        );
     }
+    // Opened before the benchmark runs, so that a file that cannot be
+    // written is said at once, not after minutes of measuring.
+    let mut plot_file = match &opts.plot {
+        Some(path) => Some(plot::Output::open(path)?),
+        None => None,
+    };
     // stress says first whether stress-ng is there.
     const MEASURED: [&str; 10] = [
         "contend", "fork", "idmap", "lock", "msg", "preload", "rseq", "semget", "semop", "shm",
@@ -100,23 +112,78 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if MEASURED.contains(&what.as_str()) {
         stats::warn_if_busy();
     }
-    match what.as_str() {
-        "contend" => contend::run(json).context("bench contend"),
-        "fork" => fork::run(json).context("bench fork"),
-        "idmap" => idmap::run(json).context("bench idmap"),
-        "lock" => lock::run(json).context("bench lock"),
-        "msg" => msg::run(json).context("bench msg"),
-        "preload" => preload::run(json).context("bench preload"),
-        "rseq" => rseq::run(json).context("bench rseq"),
-        "semget" => semget::run(json).context("bench semget"),
-        "semop" => semop::run(json).context("bench semop"),
-        "shm" => shm::run(json).context("bench shm"),
-        "stress" => stress::run(json).context("bench stress"),
+    let none = |()| Vec::new();
+    let charts = match what.as_str() {
+        "contend" => contend::run(&opts).map(none).context("bench contend"),
+        "fork" => fork::run(&opts).map(none).context("bench fork"),
+        "idmap" => idmap::run(&opts).map(none).context("bench idmap"),
+        "lock" => lock::run(&opts).map(none).context("bench lock"),
+        "msg" => msg::run(&opts).context("bench msg"),
+        "preload" => preload::run(&opts).map(none).context("bench preload"),
+        "rseq" => rseq::run(&opts).map(none).context("bench rseq"),
+        "semget" => semget::run(&opts).context("bench semget"),
+        "semop" => semop::run(&opts).context("bench semop"),
+        "shm" => shm::run(&opts).map(none).context("bench shm"),
+        "stress" => stress::run(&opts).map(none).context("bench stress"),
         other => bail!(
             "bench: unknown benchmark {other:?} (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm or stress)"
         ),
-    }?;
+    };
+    let charts = match charts {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(f) = plot_file.take() {
+                f.abandon();
+            }
+            return Err(e);
+        }
+    };
+    if let Some(f) = plot_file {
+        f.write(&plot::svg(&charts)?)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The benchmarks, as `ipcns bench NAME` names them.
+const BENCHES: [&str; 11] = [
+    "contend", "fork", "idmap", "lock", "msg", "preload", "rseq", "semget", "semop", "shm",
+    "stress",
+];
+
+/// What the options after the benchmark's name ask for.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// `--json`: one line of JSON instead of the table (goals included).
+    pub json: bool,
+    /// `--goals`: the table ends with a `goal:` line per goal.
+    pub goals: bool,
+    /// `--plot FILE.svg`: ipcns beside the kernel, drawn into FILE.
+    pub plot: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// `[--json] [--goals] [--plot FILE.svg]` (also `--plot=FILE.svg`).
+    pub fn parse(args: &[String]) -> anyhow::Result<Options> {
+        const EXPECTED: &str = "expected --json, --goals or --plot FILE.svg";
+        let mut o = Options::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--json" => o.json = true,
+                "--goals" => o.goals = true,
+                "--plot" => match it.next() {
+                    Some(f) if !f.is_empty() && !f.starts_with("--") => o.plot = Some(f.into()),
+                    _ => bail!("bench: --plot needs a file name (--plot FILE.svg)"),
+                },
+                other => match other.strip_prefix("--plot=") {
+                    Some("") => bail!("bench: --plot needs a file name (--plot FILE.svg)"),
+                    Some(f) => o.plot = Some(f.into()),
+                    None => bail!("bench: unknown option {other:?} ({EXPECTED})"),
+                },
+            }
+        }
+        Ok(o)
+    }
 }
 
 /// Runs this program again as the kernel half `child` (a benchmark's

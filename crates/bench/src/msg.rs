@@ -1,6 +1,6 @@
 //! `ipcns bench msg`: message queues, ipcns beside the host kernel measured
 //! in the same run (in a fresh IPC namespace: a child of this program that
-//! unshares one, so root is needed for the kernel columns).
+//! unshares one, inside a new user namespace when not root: fresh.rs).
 //!
 //! - One process, msgsnd then msgrcv of one message of 8, 64, 1024 and
 //!   8192 bytes on a queue of its own: ns per pair.
@@ -16,18 +16,21 @@
 //! - Arena bytes per queued 8-byte message (heap growth over 1000 queued
 //!   messages; the queue's slot is not counted).
 //!
-//! Medians of several rounds. `IPCNS_BENCH_QUICK=1` cuts the iterations a
+//! Medians of several rounds, and their spread (the fastest and the
+//! slowest round). `IPCNS_BENCH_QUICK=1` cuts the iterations a
 //! thousandfold (for the tests; the numbers then mean nothing).
 
 use super::TempNs;
-use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
+use super::plot::Chart;
+use super::plot::Series;
+use super::progress::Progress;
+use super::stats::{Goal, Spread, cpu_model, goal, json_num, json_str, ratio};
 use super::sys::{KernelMsgBuf, SharedPage, allowed_cpus, fork, set_cpus};
 use anyhow::{Context, bail, ensure};
 use ipcns::abi::{IPC_CREAT, IPC_RMID};
 use ipcns::msg::MsgArg;
 use ipcns::{Cred, Namespace};
 use ipcns_oracle::sysv::SysV;
-use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -170,8 +173,8 @@ fn bursts<Q: Queues>(q: &mut Q, id: i32, burst: u64, n: u64) -> anyhow::Result<(
     Ok(())
 }
 
-/// Median ns per pair for each size.
-fn one_process<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<f64>> {
+/// ns per pair for each size: median and spread of the rounds.
+fn one_process<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<Spread>> {
     let id = q.create()?;
     let mut out = Vec::new();
     for len in SIZES {
@@ -182,7 +185,7 @@ fn one_process<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<f64>> {
             pairs(q, id, len, sizes.pairs)?;
             v.push(t.elapsed().as_nanos() as f64 / sizes.pairs as f64);
         }
-        out.push(median(&mut v));
+        out.push(Spread::of(&mut v));
     }
     q.remove(id);
     Ok(out)
@@ -195,9 +198,9 @@ fn two_cpus() -> anyhow::Result<(Option<[usize; 2]>, Vec<usize>)> {
     Ok((cpus, allowed))
 }
 
-/// Median ns per round trip between this process and a forked child,
-/// each bound to a cpu of its own.
-fn ping_pong<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<f64> {
+/// ns per round trip between this process and a forked child, each bound
+/// to a cpu of its own: each round's, in order.
+fn ping_pong<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Vec<f64>> {
     let (cpus, allowed) = two_cpus()?;
     let (a, b) = (q.create()?, q.create()?);
     let n = sizes.round_trips;
@@ -241,13 +244,13 @@ fn ping_pong<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<f64> {
     );
     q.remove(a);
     q.remove(b);
-    Ok(median(&mut v))
+    Ok(v)
 }
 
 /// Throughput in pairs per second: one pair alone, then two at once (this
 /// process and a forked child, each on a cpu and a queue of its own).
-/// Medians of the rounds.
-fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes, burst: u64) -> anyhow::Result<(f64, f64)> {
+/// Medians and spreads of the rounds.
+fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes, burst: u64) -> anyhow::Result<(Spread, Spread)> {
     let (cpus, allowed) = two_cpus()?;
     let n = sizes.pairs.div_ceil(burst) * burst;
     let (a, b) = (q.create()?, q.create()?);
@@ -301,7 +304,7 @@ fn scaling<Q: Queues>(q: &mut Q, sizes: Sizes, burst: u64) -> anyhow::Result<(f6
     set_cpus(&allowed).context("sched_setaffinity")?;
     q.remove(a);
     q.remove(b);
-    Ok((median(&mut one), median(&mut two)))
+    Ok((Spread::of(&mut one), Spread::of(&mut two)))
 }
 
 /// One party of the scaling round: waits for the other, runs `f`, records
@@ -326,25 +329,90 @@ fn party(
     ok
 }
 
-/// Everything measured on one side.
+/// Everything measured on one side: medians and spreads of the rounds.
 struct Side {
-    pairs: Vec<f64>,
-    ping_pong: f64,
-    one: f64,
-    two: f64,
+    pairs: Vec<Spread>,
+    ping_pong: Spread,
+    /// Each round's round trip, in order.
+    ping_pong_rounds: Vec<f64>,
+    one: Spread,
+    two: Spread,
     /// The same in bursts of [`BURST`].
-    one_burst: f64,
-    two_burst: f64,
+    one_burst: Spread,
+    two_burst: Spread,
 }
 
-fn measure<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Side> {
+impl Side {
+    /// The figures as numbers, for the kernel child's line: each
+    /// spread's median, min and max, the ping-pong's rounds.
+    fn to_numbers(&self) -> Vec<f64> {
+        let mut v = Vec::new();
+        let mut spread = |s: &Spread| v.extend([s.median, s.min, s.max]);
+        self.pairs.iter().for_each(&mut spread);
+        for s in [&self.one, &self.two, &self.one_burst, &self.two_burst] {
+            spread(s);
+        }
+        v.extend(&self.ping_pong_rounds);
+        v
+    }
+
+    /// [`Side::to_numbers`] read back.
+    fn from_numbers(v: &[f64]) -> Option<Side> {
+        if v.len() != 3 * (SIZES.len() + 4) + ROUNDS {
+            return None;
+        }
+        let at = |i: usize| Spread {
+            median: v[3 * i],
+            min: v[3 * i + 1],
+            max: v[3 * i + 2],
+        };
+        let n = SIZES.len();
+        let rounds = v[3 * (n + 4)..].to_vec();
+        Some(Side {
+            pairs: (0..n).map(at).collect(),
+            one: at(n),
+            two: at(n + 1),
+            one_burst: at(n + 2),
+            two_burst: at(n + 3),
+            ping_pong: Spread::of(&mut rounds.clone()),
+            ping_pong_rounds: rounds,
+        })
+    }
+}
+
+/// The steps of [`measure`], for the progress line.
+const STEPS: usize = 4;
+
+/// Everything on one side; `step(i, what)` is told each step as it starts.
+fn measure<Q: Queues>(
+    q: &mut Q,
+    sizes: Sizes,
+    step: &mut dyn FnMut(usize, &str),
+) -> anyhow::Result<Side> {
+    step(
+        0,
+        &format!(
+            "msgsnd+msgrcv in one process, {} sizes, {ROUNDS} rounds",
+            SIZES.len()
+        ),
+    );
     let pairs = one_process(q, sizes)?;
-    let ping_pong = ping_pong(q, sizes)?;
+    step(
+        1,
+        &format!("ping-pong between two processes, {ROUNDS} rounds"),
+    );
+    let ping_pong_rounds = ping_pong(q, sizes)?;
+    step(2, &format!("one pair beside two, {ROUNDS} rounds"));
     let (one, two) = scaling(q, sizes, 1)?;
+    step(
+        3,
+        &format!("one pair beside two in bursts of {BURST}, {ROUNDS} rounds"),
+    );
     let (one_burst, two_burst) = scaling(q, sizes, BURST)?;
     Ok(Side {
         pairs,
-        ping_pong,
+        ping_pong: Spread::of(&mut ping_pong_rounds.clone()),
+        ping_pong_rounds,
         one,
         two,
         one_burst,
@@ -356,41 +424,23 @@ fn measure<Q: Queues>(q: &mut Q, sizes: Sizes) -> anyhow::Result<Side> {
 /// the numbers on one line.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     ensure!(args.is_empty(), "usage: ipcns bench {KERNEL_CHILD}");
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    crate::fresh::enter()?;
     let mut k = Kernel {
         buf: KernelMsgBuf::new(8192),
     };
-    let s = measure(&mut k, Sizes::from_env())?;
-    let mut nums: Vec<String> = s.pairs.iter().map(f64::to_string).collect();
-    nums.extend([s.ping_pong, s.one, s.two, s.one_burst, s.two_burst].map(|x| x.to_string()));
+    let s = measure(&mut k, Sizes::from_env(), &mut |_, _| {})?;
+    let nums: Vec<String> = s.to_numbers().iter().map(f64::to_string).collect();
     println!("{}", nums.join(" "));
     Ok(())
 }
 
 fn kernel_side() -> anyhow::Result<Side> {
-    let out = Command::new(std::env::current_exe()?)
-        .arg(KERNEL_CHILD)
-        .stderr(Stdio::piped())
-        .output()?;
-    if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    let words = crate::kernel_child_words(KERNEL_CHILD, &[])?;
+    let v: Vec<f64> = words.iter().filter_map(|x| x.parse().ok()).collect();
+    match Side::from_numbers(&v) {
+        Some(s) if v.len() == words.len() => Ok(s),
+        _ => bail!("kernel child said {words:?}"),
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let [p8, p64, p1k, p8k, pp, one, two, one_burst, two_burst] = v[..] else {
-        bail!("kernel child said {text:?}");
-    };
-    Ok(Side {
-        pairs: vec![p8, p64, p1k, p8k],
-        ping_pong: pp,
-        one,
-        two,
-        one_burst,
-        two_burst,
-    })
 }
 
 /// Heap bytes per queued 8-byte message.
@@ -405,50 +455,55 @@ fn bytes_per_message() -> anyhow::Result<f64> {
     Ok((t.ns.heap_in_use() - before) as f64 / QUEUED as f64)
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let ncpus = allowed_cpus().map_or(0, |c| c.len());
+    let mut progress = Progress::new("msg", 2 * STEPS);
     let ours = {
         let t = TempNs::new("msg", 64 << 20, false)?;
         let mut q = Ipcns::new(&t.ns)?;
-        measure(&mut q, sizes)?
+        measure(&mut q, sizes, &mut |i, what| {
+            progress.step(i, &format!("ipcns: {what}"));
+        })?
     };
+    progress.step(STEPS, "the kernel (a child process: one side at a time)");
     let (kernel, kernel_note) = match kernel_side() {
         Ok(k) => (Some(k), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
+    progress.clear();
     let bytes = bytes_per_message()?;
     let mut goals = Vec::new();
     if let Some(k) = &kernel {
         for (i, len) in SIZES.iter().enumerate() {
-            let x = ratio(k.pairs[i], ours.pairs[i]);
+            let x = ratio(k.pairs[i].median, ours.pairs[i].median);
             goals.push(goal(
                 &format!("msgsnd+msgrcv of {len} bytes >= 5x faster than the kernel"),
                 x,
                 x >= 5.0,
             ));
         }
-        let x = ratio(k.ping_pong, ours.ping_pong);
+        let x = ratio(k.ping_pong.median, ours.ping_pong.median);
         goals.push(goal(
             "ping-pong round trip >= 3x faster than the kernel",
             x,
             x >= 3.0,
         ));
     }
-    let scale = ratio(ours.two, ours.one);
+    let scale = ratio(ours.two.median, ours.one.median);
     goals.push(goal(
         "two pairs on two cpus >= 1.6x the throughput of one pair",
         scale,
         scale >= 1.6,
     ));
-    let scale = ratio(ours.two_burst, ours.one_burst);
+    let scale = ratio(ours.two_burst.median, ours.one_burst.median);
     goals.push(goal(
         &format!("two pairs on two cpus, bursts of {BURST} (heap blocks), >= 1.6x one pair"),
         scale,
         scale >= 1.6,
     ));
-    let text = if json {
+    let text = if opts.json {
         to_json(
             &cpu,
             sizes,
@@ -467,11 +522,52 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             kernel.as_ref(),
             kernel_note.as_deref(),
             bytes,
-            &goals,
+            if opts.goals { &goals } else { &[] },
         )
     };
     crate::print_out(&text)?;
-    Ok(())
+    Ok(charts(&ours, kernel.as_ref()))
+}
+
+/// `--plot`'s charts: time per msgsnd+msgrcv against the message size,
+/// and the ping-pong round trip of every round.
+fn charts(ours: &Side, kernel: Option<&Side>) -> Vec<Chart> {
+    let sides = || std::iter::once(("ipcns", ours)).chain(kernel.map(|k| ("kernel", k)));
+    let sizes = sides()
+        .map(|(name, s)| Series {
+            name: name.to_string(),
+            points: SIZES
+                .iter()
+                .zip(&s.pairs)
+                .map(|(&len, p)| (len as f64, p.median))
+                .collect(),
+        })
+        .collect();
+    let rounds = sides()
+        .map(|(name, s)| Series {
+            name: name.to_string(),
+            points: (1..)
+                .zip(&s.ping_pong_rounds)
+                .map(|(r, &ns)| (f64::from(r), ns))
+                .collect(),
+        })
+        .collect();
+    vec![
+        Chart {
+            title: "msgsnd + msgrcv in one process".to_string(),
+            x_label: "message size, bytes".to_string(),
+            x_log: true,
+            y_label: "ns per msgsnd+msgrcv pair (median)".to_string(),
+            series: sizes,
+        },
+        Chart {
+            title: "ping-pong between two processes, 8 bytes each way".to_string(),
+            x_label: "round".to_string(),
+            x_log: false,
+            y_label: "ns per round trip".to_string(),
+            series: rounds,
+        },
+    ]
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -491,32 +587,43 @@ fn table(
         s.push('\n');
     };
     line(format!(
-        "ipcns bench msg: msgsnd and msgrcv, ipcns beside the kernel (a fresh IPC namespace), medians of {ROUNDS} rounds"
+        "ipcns bench msg: msgsnd and msgrcv, ipcns beside the kernel (a fresh IPC namespace), medians of {ROUNDS} rounds, (fastest-slowest)"
     ));
     line(format!("cpu: {cpu}, {ncpus} cpus usable"));
     line(String::new());
-    let k = |f: &dyn Fn(&Side) -> f64| kernel.map_or("-".to_string(), |k| format!("{:.0}", f(k)));
-    let r = |f: &dyn Fn(&Side) -> f64| {
-        kernel.map_or("-".to_string(), |k| format!("{:.1}x", ratio(f(k), f(ours))))
+    let cell = |x: Spread| format!("{:.0} ({})", x.median, x.range(0));
+    let k = |f: &dyn Fn(&Side) -> Spread| kernel.map_or("-".to_string(), |k| cell(f(k)));
+    let r = |f: &dyn Fn(&Side) -> Spread| {
+        kernel.map_or("-".to_string(), |k| {
+            format!("{:.1}x", ratio(f(k).median, f(ours).median))
+        })
+    };
+    let two_over_one = |s: &Side, burst: bool| {
+        let (one, two) = if burst {
+            (s.one_burst, s.two_burst)
+        } else {
+            (s.one, s.two)
+        };
+        format!("{:.2}x", ratio(two.median, one.median))
     };
     line(format!(
-        "{:<44} {:>9} {:>9} {:>9}",
-        "one process: msgsnd+msgrcv, ns per pair", "ipcns", "kernel", "k/ipcns"
+        "{:<42} {:>24} {:>24} {:>12}",
+        "one process: msgsnd+msgrcv, ns per pair", "ipcns", "kernel", "kernel/ipcns"
     ));
     for (i, len) in SIZES.iter().enumerate() {
         line(format!(
-            "  {:<42} {:>9.0} {:>9} {:>9}",
+            "  {:<40} {:>24} {:>24} {:>12}",
             format!("{len} bytes"),
-            ours.pairs[i],
+            cell(ours.pairs[i]),
             k(&|s: &Side| s.pairs[i]),
             r(&|s: &Side| s.pairs[i])
         ));
     }
     line(format!("  ({} pairs per round)", sizes.pairs));
     line(format!(
-        "{:<44} {:>9.0} {:>9} {:>9}",
+        "{:<42} {:>24} {:>24} {:>12}",
         "ping-pong, 2 processes, ns per round trip",
-        ours.ping_pong,
+        cell(ours.ping_pong),
         k(&|s: &Side| s.ping_pong),
         r(&|s: &Side| s.ping_pong)
     ));
@@ -525,47 +632,50 @@ fn table(
         sizes.round_trips
     ));
     line(format!(
-        "{:<44} {:>9} {:>9}",
-        "scaling: pairs per second (8 bytes)", "ipcns", "kernel"
+        "{:<42} {:>24} {:>24}",
+        "scaling: million pairs per second (8 bytes)", "ipcns", "kernel"
     ));
+    // Millions a second, two decimals.
+    let cell = |x: Spread| {
+        let m = x.scaled(1e-6);
+        format!("{:.2} ({})", m.median, m.range(2))
+    };
+    let k = |f: &dyn Fn(&Side) -> Spread| kernel.map_or("-".to_string(), |k| cell(f(k)));
     line(format!(
-        "  {:<42} {:>9.0} {:>9}",
+        "  {:<40} {:>24} {:>24}",
         "one pair (one process, its own queue)",
-        ours.one,
+        cell(ours.one),
         k(&|s: &Side| s.one)
     ));
     line(format!(
-        "  {:<42} {:>9.0} {:>9}",
+        "  {:<40} {:>24} {:>24}",
         "two pairs at once, one cpu each",
-        ours.two,
+        cell(ours.two),
         k(&|s: &Side| s.two)
     ));
     line(format!(
-        "  {:<42} {:>8.2}x {:>9}",
+        "  {:<40} {:>24} {:>24}",
         "two / one",
-        ratio(ours.two, ours.one),
-        kernel.map_or("-".to_string(), |k| format!("{:.2}x", ratio(k.two, k.one)))
+        two_over_one(ours, false),
+        kernel.map_or("-".to_string(), |k| two_over_one(k, false))
     ));
     line(format!(
-        "  {:<42} {:>9.0} {:>9}",
+        "  {:<40} {:>24} {:>24}",
         format!("one pair, bursts of {BURST}"),
-        ours.one_burst,
+        cell(ours.one_burst),
         k(&|s: &Side| s.one_burst)
     ));
     line(format!(
-        "  {:<42} {:>9.0} {:>9}",
+        "  {:<40} {:>24} {:>24}",
         format!("two pairs at once, bursts of {BURST}"),
-        ours.two_burst,
+        cell(ours.two_burst),
         k(&|s: &Side| s.two_burst)
     ));
     line(format!(
-        "  {:<42} {:>8.2}x {:>9}",
+        "  {:<40} {:>24} {:>24}",
         "two / one, bursts",
-        ratio(ours.two_burst, ours.one_burst),
-        kernel.map_or("-".to_string(), |k| format!(
-            "{:.2}x",
-            ratio(k.two_burst, k.one_burst)
-        ))
+        two_over_one(ours, true),
+        kernel.map_or("-".to_string(), |k| two_over_one(k, true))
     ));
     line(format!(
         "  (bursts: {BURST} msgsnd then {BURST} msgrcv; all but one block of each burst come from the heap)"
@@ -577,7 +687,9 @@ fn table(
     if let Some(n) = note {
         line(format!("kernel columns skipped: {n}"));
     }
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }
@@ -594,44 +706,56 @@ fn to_json(
     goals: &[Goal],
 ) -> String {
     let kn = |f: &dyn Fn(&Side) -> f64| kernel.map_or("null".to_string(), |k| json_num(f(k)));
+    // `"NAME":median,"NAME_min":..,"NAME_max":..` of the kernel, or nulls.
+    let kf = |name: &str, f: &dyn Fn(&Side) -> Spread| match kernel {
+        Some(k) => f(k).json_fields(name),
+        None => format!("\"{name}\":null,\"{name}_min\":null,\"{name}_max\":null"),
+    };
     let rows: Vec<String> = SIZES
         .iter()
         .enumerate()
         .map(|(i, len)| {
             format!(
-                "{{\"bytes\":{len},\"ipcns_ns\":{},\"kernel_ns\":{},\"kernel_over_ipcns\":{}}}",
-                json_num(ours.pairs[i]),
-                kn(&|s: &Side| s.pairs[i]),
-                kn(&|s: &Side| ratio(s.pairs[i], ours.pairs[i]))
+                "{{\"bytes\":{len},{},{},\"kernel_over_ipcns\":{}}}",
+                ours.pairs[i].json_fields("ipcns_ns"),
+                kf("kernel_ns", &|s: &Side| s.pairs[i]),
+                kn(&|s: &Side| ratio(s.pairs[i].median, ours.pairs[i].median))
             )
         })
         .collect();
+    let list = |v: &[f64]| v.iter().map(|&x| json_num(x)).collect::<Vec<_>>().join(",");
     let goals: Vec<String> = goals.iter().map(Goal::json).collect();
+    let scaling = |one: &dyn Fn(&Side) -> Spread, two: &dyn Fn(&Side) -> Spread| {
+        format!(
+            "{},{},\"ipcns_two_over_one\":{},{},{},\"kernel_two_over_one\":{}",
+            one(ours).json_fields("ipcns_one"),
+            two(ours).json_fields("ipcns_two"),
+            json_num(ratio(two(ours).median, one(ours).median)),
+            kf("kernel_one", one),
+            kf("kernel_two", two),
+            kn(&|s: &Side| ratio(two(s).median, one(s).median))
+        )
+    };
     let mut s = format!(
         "{{\"bench\":\"msg\",\"cpu\":{},\"rounds\":{ROUNDS},\"pairs_per_round\":{},\"round_trips_per_round\":{},\
-\"one_process\":[{}],\"ping_pong_ns\":{{\"ipcns\":{},\"kernel\":{},\"kernel_over_ipcns\":{}}},\
-\"scaling_pairs_per_s\":{{\"ipcns_one\":{},\"ipcns_two\":{},\"ipcns_two_over_one\":{},\"kernel_one\":{},\"kernel_two\":{},\"kernel_two_over_one\":{}}},\
-\"burst_scaling_pairs_per_s\":{{\"burst\":{BURST},\"ipcns_one\":{},\"ipcns_two\":{},\"ipcns_two_over_one\":{},\"kernel_one\":{},\"kernel_two\":{},\"kernel_two_over_one\":{}}},\
+\"one_process\":[{}],\"ping_pong_ns\":{{{},{},\"kernel_over_ipcns\":{},\"ipcns_rounds\":[{}],\"kernel_rounds\":{}}},\
+\"scaling_pairs_per_s\":{{{}}},\
+\"burst_scaling_pairs_per_s\":{{\"burst\":{BURST},{}}},\
 \"bytes_per_queued_8_byte_message\":{},\"goals\":[{}]",
         json_str(cpu),
         sizes.pairs,
         sizes.round_trips,
         rows.join(","),
-        json_num(ours.ping_pong),
-        kn(&|s: &Side| s.ping_pong),
-        kn(&|s: &Side| ratio(s.ping_pong, ours.ping_pong)),
-        json_num(ours.one),
-        json_num(ours.two),
-        json_num(ratio(ours.two, ours.one)),
-        kn(&|s: &Side| s.one),
-        kn(&|s: &Side| s.two),
-        kn(&|s: &Side| ratio(s.two, s.one)),
-        json_num(ours.one_burst),
-        json_num(ours.two_burst),
-        json_num(ratio(ours.two_burst, ours.one_burst)),
-        kn(&|s: &Side| s.one_burst),
-        kn(&|s: &Side| s.two_burst),
-        kn(&|s: &Side| ratio(s.two_burst, s.one_burst)),
+        ours.ping_pong.json_fields("ipcns"),
+        kf("kernel", &|s: &Side| s.ping_pong),
+        kn(&|s: &Side| ratio(s.ping_pong.median, ours.ping_pong.median)),
+        list(&ours.ping_pong_rounds),
+        kernel.map_or("null".to_string(), |k| format!(
+            "[{}]",
+            list(&k.ping_pong_rounds)
+        )),
+        scaling(&|s: &Side| s.one, &|s: &Side| s.two),
+        scaling(&|s: &Side| s.one_burst, &|s: &Side| s.two_burst),
         json_num(bytes),
         goals.join(",")
     );

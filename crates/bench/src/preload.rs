@@ -36,6 +36,7 @@
 use super::TempNs;
 use super::capi::{CApi, Lib, Libc, MsgBuf, unshare_user_ipc};
 use super::lock::Placement;
+use super::progress::Progress;
 use super::stats::{cpu_line, cpu_model, json_num, json_str, median, quick, ratio, verdict};
 use super::sys::{allowed_cpus, fork, set_cpus};
 use anyhow::{Context, bail, ensure};
@@ -482,7 +483,7 @@ impl Check {
     }
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let ncpus = allowed_cpus().map_or(0, |c| c.len());
@@ -505,26 +506,38 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     };
     let only =
         |f: &dyn Fn(u64) -> anyhow::Result<f64>, n: u64| chunked(n, 1, |_, c| f(c)).map(|v| v[0]);
+    let mut progress = Progress::new("preload", 7);
+    let mut step = |i: usize, what: &str| {
+        progress.step(i, &format!("{what}, {ROUNDS} rounds"));
+    };
+    step(0, "no-op semop, library and core");
     let (noop_l, noop_c) = both(
         &|c| noop(&lib, lo, c, false),
         &|c| noop(&core, co, c, false),
         sizes.ops,
     )?;
+    step(1, "msgsnd+msgrcv, library and core");
     let (pair_l, pair_c) = both(
         &|c| pairs(&lib, lo, c, false),
         &|c| pairs(&core, co, c, false),
         sizes.pairs,
     )?;
+    step(2, "semget lookup, library and core");
     let (look_l, look_c) = both(
         &|c| lookups(&lib, lo, c),
         &|c| lookups(&core, co, c),
         sizes.ops,
     )?;
+    step(3, "no-op semop, sembuf on the heap");
+    let noop_heap = only(&|c| noop(&lib, lo, c, true), sizes.ops / PROBED_DIV)?;
+    step(4, "msgsnd+msgrcv, message on the heap");
+    let pair_heap = only(&|c| pairs(&lib, lo, c, true), sizes.pairs / PROBED_DIV)?;
+    step(5, "semaphore ping-pong through the library");
     let ours = Side {
         noop: noop_l,
-        noop_heap: only(&|c| noop(&lib, lo, c, true), sizes.ops / PROBED_DIV)?,
+        noop_heap,
         pair: pair_l,
-        pair_heap: only(&|c| pairs(&lib, lo, c, true), sizes.pairs / PROBED_DIV)?,
+        pair_heap,
         lookup: look_l,
         ping_pong: ping_pong_rounds(&lib, lo, sizes)?,
     };
@@ -538,10 +551,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     };
     lib_objs.remove(&lib);
     core_objs.remove(&core);
+    step(6, "the kernel (a child process)");
     let (kernel, place, note) = match kernel_side() {
         Ok((k, p)) => (Some(k), p, None),
         Err(e) => (None, "", Some(format!("{e:#}"))),
     };
+    progress.clear();
     let ks = kernel;
     let goals = vec![
         speedup(
@@ -601,7 +616,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             (ours.pair_heap - ours.pair) / 2.0,
         ),
     ];
-    let text = if json {
+    let text = if opts.json {
         to_json(
             &cpu,
             &path,
@@ -624,7 +639,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             kernel.as_ref(),
             place,
             note.as_deref(),
-            &goals,
+            if opts.goals { &goals } else { &[] },
         )
     };
     crate::print_out(&text)?;
@@ -727,7 +742,9 @@ fn table(
          ping-pong: {} round trips per round after {}, two processes on two cpus)",
         sizes.ops, sizes.pairs, PROBED_DIV, sizes.trips, sizes.warm
     ));
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }

@@ -16,6 +16,7 @@
 
 #![allow(unsafe_code)]
 
+use super::progress::Progress;
 use super::stats::{Goal, goal, json_num, median, ns_per_iter, ratio};
 use super::sys::align_next_loop;
 use ipcns_rseq::{PerCpu, PerCpuCounter};
@@ -245,11 +246,18 @@ fn threads(n: usize) -> anyhow::Result<Threads> {
 #[repr(align(64))]
 struct CachePadded<T>(T);
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let info = ipcns_rseq::info();
+    let mut progress = Progress::new("rseq", 4);
+    progress.step(0, &format!("per-cpu increments, {ROUNDS} rounds each"));
     let s = single();
+    progress.step(1, &format!("cpu number reads, {ROUNDS} rounds each"));
     let r = cpu_read();
-    let t = [threads(2)?, threads(4)?];
+    progress.step(2, &format!("2 threads, {THREAD_ROUNDS} rounds"));
+    let t2 = threads(2)?;
+    progress.step(3, &format!("4 threads, {THREAD_ROUNDS} rounds"));
+    let t = [t2, threads(4)?];
+    progress.clear();
 
     let mut goals = vec![
         goal(
@@ -278,10 +286,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         x <= 2.0,
     ));
 
-    if json {
+    if opts.json {
         print_json(&info, &s, &r, &t, &goals);
     } else {
-        print_table(&info, &s, &r, &t, &goals);
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        print_table(&info, &s, &r, &t, goals);
     }
     Ok(())
 }
@@ -340,7 +349,9 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
         );
     }
     println!("  (ns per operation per thread: wall time / operations of one thread)");
-    println!();
+    if !goals.is_empty() {
+        println!();
+    }
     for g in goals {
         println!("{}", g.line());
     }

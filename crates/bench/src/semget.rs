@@ -3,23 +3,32 @@
 //! (creation: total and largest single call), then the same loop again
 //! (lookup only: every key exists; one pass's time, averaged over as many
 //! passes as make 300000 calls), for ipcns and for the host kernel in a
-//! fresh IPC namespace, in one run, medians of several rounds. Then the
-//! arena bytes one semaphore set of one semaphore, and one empty queue,
-//! cost.
+//! fresh IPC namespace (fresh.rs), in one run, medians of several rounds
+//! and their spread. Then the arena bytes one semaphore set of one
+//! semaphore, and one empty queue, cost. `IPCNS_BENCH_QUICK=1` measures
+//! up to 1000 keys, a thousandth of the lookups (the numbers then mean
+//! nothing).
 
 use super::TempNs;
-use super::stats::{json_num, median, ratio};
+use super::fresh::{self, Fresh};
+use super::plot::Chart;
+use super::plot::Series;
+use super::progress::{self, Progress};
+use super::stats::{Spread, json_num, json_str, quick, ratio};
 use anyhow::{Context, bail};
 use ipcns::Namespace;
 use ipcns::abi::IPC_CREAT;
 use ipcns_oracle::sysv::SysV;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The hidden subcommand that measures the kernel in a new IPC namespace.
 pub const KERNEL_CHILD: &str = "__semget-kernel-child";
 
 const KEYS: [u32; 7] = [1, 10, 32, 100, 1000, 10000, 31900];
+/// With `IPCNS_BENCH_QUICK=1`.
+const QUICK_KEYS: [u32; 4] = [1, 10, 100, 1000];
+/// The row the flatness goal compares the last row with.
+const FLAT_BASE: u32 = 100;
 const FIRST_KEY: i32 = 0x424242;
 const ROUNDS: usize = 5;
 
@@ -29,8 +38,8 @@ const ROUNDS: usize = 5;
 const LOOKUPS: u32 = 300_000;
 
 /// One round: (create total ns, largest create ns, lookup total ns: one
-/// pass over the keys, averaged over `LOOKUPS / keys` passes).
-fn run_loops(s: &dyn SysV, keys: u32) -> anyhow::Result<(f64, f64, f64)> {
+/// pass over the keys, averaged over `lookups / keys` passes).
+fn run_loops(s: &dyn SysV, keys: u32, lookups: u32) -> anyhow::Result<(f64, f64, f64)> {
     let mut max = 0u128;
     let t = Instant::now();
     for i in 0..keys as i32 {
@@ -40,7 +49,7 @@ fn run_loops(s: &dyn SysV, keys: u32) -> anyhow::Result<(f64, f64, f64)> {
         max = max.max(c.elapsed().as_nanos());
     }
     let create = t.elapsed().as_nanos() as f64;
-    let passes = (LOOKUPS / keys.max(1)).max(1);
+    let passes = (lookups / keys.max(1)).max(1);
     let t = Instant::now();
     for _ in 0..passes {
         for i in 0..keys as i32 {
@@ -51,41 +60,48 @@ fn run_loops(s: &dyn SysV, keys: u32) -> anyhow::Result<(f64, f64, f64)> {
     Ok((create, max as f64, lookup))
 }
 
-/// The child half: enter a fresh IPC namespace, run the loops, print the
-/// three numbers.
+/// The lookups timed per round: [`LOOKUPS`], a thousandth when quick.
+fn lookups() -> u32 {
+    if quick() { LOOKUPS / 1000 } else { LOOKUPS }
+}
+
+/// The child half: enter a fresh IPC namespace, run the loops, print
+/// where, then the three numbers.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     let [keys] = args else {
         bail!("usage: ipcns bench {KERNEL_CHILD} KEYS");
     };
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
-    let (c, m, l) = run_loops(&ipcns_oracle::kernel::Host, keys.parse()?)?;
-    println!("{c} {m} {l}");
+    let place = fresh::enter()?;
+    let (c, m, l) = run_loops(&ipcns_oracle::kernel::Host, keys.parse()?, lookups())?;
+    println!("{} {c} {m} {l}", place.word());
     Ok(())
 }
 
-fn kernel_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
-    let out = Command::new(std::env::current_exe()?)
-        .args([KERNEL_CHILD, &keys.to_string()])
-        .stderr(Stdio::piped())
-        .output()?;
-    if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let [c, m, l] = v[..] else {
-        bail!("kernel child said {text:?}");
+fn kernel_round(keys: u32) -> anyhow::Result<(Fresh, [f64; 3])> {
+    let words = crate::kernel_child_words(KERNEL_CHILD, &[keys.to_string()])?;
+    let (place, v) = match &words[..] {
+        [w, rest @ ..] => (
+            Fresh::from_word(w),
+            rest.iter()
+                .filter_map(|x| x.parse().ok())
+                .collect::<Vec<f64>>(),
+        ),
+        [] => (None, Vec::new()),
     };
-    Ok((c, m, l))
+    match (place, &v[..]) {
+        (Some(p), &[c, m, l]) => Ok((p, [c, m, l])),
+        _ => bail!("kernel child said {words:?}"),
+    }
 }
 
 fn ipcns_round(keys: u32) -> anyhow::Result<(f64, f64, f64)> {
     let t = TempNs::new("semget", 256 << 20, false)?;
     let cred = (*t.ns.cred()?).clone();
-    run_loops(&ipcns_oracle::sysv::NsCaller { ns: &t.ns, cred }, keys)
+    run_loops(
+        &ipcns_oracle::sysv::NsCaller { ns: &t.ns, cred },
+        keys,
+        lookups(),
+    )
 }
 
 /// Arena bytes per object: slot plus heap (arrays, key table share), for
@@ -108,51 +124,73 @@ fn bytes_per(
     Ok((out[0], out[1]))
 }
 
+/// One row: the medians and spreads of the rounds, in ns: creation of all
+/// the keys, the slowest single creation, one lookup pass.
 struct Row {
     keys: u32,
-    ours: [f64; 3],
-    kernel: Option<[f64; 3]>,
+    ours: [Spread; 3],
+    kernel: Option<[Spread; 3]>,
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+impl Row {
+    /// ns per call of side `s`'s figure `j` (creation or lookup).
+    fn per_call(&self, s: &[Spread; 3], j: usize) -> Spread {
+        s[j].scaled(1.0 / f64::from(self.keys))
+    }
+}
+
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
+    let keys_measured: &[u32] = if quick() { &QUICK_KEYS } else { &KEYS };
     let mut rows = Vec::new();
     let mut kernel_note = None;
-    for keys in KEYS {
+    let mut place = None;
+    let mut progress = Progress::new("semget", keys_measured.len() * ROUNDS);
+    for (i, &keys) in keys_measured.iter().enumerate() {
         let mut ours = [vec![], vec![], vec![]];
         let mut kern = [vec![], vec![], vec![]];
-        for _ in 0..ROUNDS {
+        for round in 0..ROUNDS {
+            progress.step(
+                i * ROUNDS + round,
+                &format!("{keys} keys, {}", progress::round(round, ROUNDS)),
+            );
             let (c, m, l) = ipcns_round(keys)?;
             ours[0].push(c);
             ours[1].push(m);
             ours[2].push(l);
             if kernel_note.is_none() {
                 match kernel_round(keys) {
-                    Ok((c, m, l)) => {
-                        kern[0].push(c);
-                        kern[1].push(m);
-                        kern[2].push(l);
+                    Ok((p, k)) => {
+                        place = Some(p);
+                        for (v, x) in kern.iter_mut().zip(k) {
+                            v.push(x);
+                        }
                     }
                     Err(e) => kernel_note = Some(format!("{e:#}")),
                 }
             }
         }
-        let med = |v: &mut [Vec<f64>; 3]| [median(&mut v[0]), median(&mut v[1]), median(&mut v[2])];
+        let spread = |v: &mut [Vec<f64>; 3]| {
+            [
+                Spread::of(&mut v[0]),
+                Spread::of(&mut v[1]),
+                Spread::of(&mut v[2]),
+            ]
+        };
         rows.push(Row {
             keys,
-            ours: med(&mut ours),
-            kernel: (kern[0].len() == ROUNDS).then(|| med(&mut kern)),
+            ours: spread(&mut ours),
+            kernel: (kern[0].len() == ROUNDS).then(|| spread(&mut kern)),
         });
     }
+    progress.clear();
     let (sem_private, sem_keyed) =
         bytes_per(1000, |ns, c, key| ns.semget(c, key, 1, IPC_CREAT | 0o600))?;
     let (msg_private, msg_keyed) =
         bytes_per(1000, |ns, c, key| ns.msgget(c, key, IPC_CREAT | 0o600))?;
-    let per_call = |total: f64, keys: u32| total / f64::from(keys);
-    let row = |k: u32| rows.iter().find(|r| r.keys == k).expect("measured");
     let mut goals: Vec<(String, f64, f64, bool)> = Vec::new();
     for r in &rows {
         if let Some(k) = r.kernel {
-            let speedup = ratio(k[2], r.ours[2]);
+            let speedup = ratio(k[2].median, r.ours[2].median);
             goals.push((
                 format!(
                     "lookup at {} keys >= 5x faster per call than the kernel",
@@ -164,12 +202,21 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             ));
         }
     }
+    let (base, last) = (
+        rows.iter()
+            .find(|r| r.keys == FLAT_BASE)
+            .unwrap_or(&rows[0]),
+        &rows[rows.len() - 1],
+    );
     let flat = ratio(
-        per_call(row(31900).ours[2], 31900),
-        per_call(row(100).ours[2], 100),
+        last.per_call(&last.ours, 2).median,
+        base.per_call(&base.ours, 2).median,
     );
     goals.push((
-        "per-call lookup at 31900 keys <= 1.5x at 100 keys".to_string(),
+        format!(
+            "per-call lookup at {} keys <= 1.5x at {} keys",
+            last.keys, base.keys
+        ),
         flat,
         1.5,
         flat <= 1.5,
@@ -182,112 +229,214 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     ] {
         goals.push((format!("{what} <= 256"), b, 256.0, b <= 256.0));
     }
-    if json {
-        let mut s = String::from("{\"bench\":\"semget\",\"unit\":\"us\",\"rows\":[");
-        for (i, r) in rows.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let k = |j: usize| {
-                r.kernel
-                    .map_or("null".to_string(), |k| json_num(k[j] / 1000.0))
-            };
-            s.push_str(&format!(
-                "{{\"keys\":{},\"ipcns_create\":{},\"ipcns_max_call\":{},\"ipcns_lookup\":{},\"kernel_create\":{},\"kernel_max_call\":{},\"kernel_lookup\":{}}}",
-                r.keys,
-                json_num(r.ours[0] / 1000.0),
-                json_num(r.ours[1] / 1000.0),
-                json_num(r.ours[2] / 1000.0),
-                k(0),
-                k(1),
-                k(2)
-            ));
+    let bytes = [sem_private, sem_keyed, msg_private, msg_keyed];
+    let text = if opts.json {
+        to_json(&rows, &goals, kernel_note.as_deref(), place)
+    } else {
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&rows, goals, &bytes, kernel_note.as_deref(), place)
+    };
+    crate::print_out(&text)?;
+    Ok(charts(&rows))
+}
+
+type GoalRow = (String, f64, f64, bool);
+
+fn to_json(
+    rows: &[Row],
+    goals: &[GoalRow],
+    kernel_note: Option<&str>,
+    place: Option<Fresh>,
+) -> String {
+    let mut s = format!(
+        "{{\"bench\":\"semget\",\"cpu\":{},\"unit\":\"us\",\"rows\":[",
+        json_str(&super::stats::cpu_model())
+    );
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
         }
-        s.push_str("],\"goals\":[");
-        for (i, (name, got, limit, met)) in goals.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(&format!(
-                "{{\"goal\":{name:?},\"value\":{},\"limit\":{limit},\"met\":{met}}}",
-                json_num(*got)
-            ));
-        }
-        s.push(']');
-        if let Some(n) = &kernel_note {
-            s.push_str(&format!(",\"kernel_skipped\":{n:?}"));
-        }
-        s.push('}');
-        println!("{s}");
-        return Ok(());
-    }
-    println!(
-        "ipcns bench semget: the loop semget(k++, 1, IPC_CREAT|0600) over KEYS keys in a fresh namespace,"
-    );
-    println!(
-        "then again with every key present (lookup only: one pass, averaged over {LOOKUPS} calls); microseconds, median of {ROUNDS} rounds"
-    );
-    println!();
-    println!(
-        "{:>6} | {:>10} {:>10} {:>7} | {:>8} {:>8} | {:>10} {:>10} {:>7} | {:>8} {:>8} {:>7}",
-        "KEYS", "create", "", "", "max call", "", "lookup", "", "", "ns/call", "", ""
-    );
-    println!(
-        "{:>6} | {:>10} {:>10} {:>7} | {:>8} {:>8} | {:>10} {:>10} {:>7} | {:>8} {:>8} {:>7}",
-        "",
-        "ipcns",
-        "kernel",
-        "k/i",
-        "ipcns",
-        "kernel",
-        "ipcns",
-        "kernel",
-        "k/i",
-        "ipcns",
-        "kernel",
-        "k/i"
-    );
-    for r in &rows {
-        let us = |x: f64| format!("{:.1}", x / 1000.0);
-        let (kc, km, kl, kpc) = match r.kernel {
-            Some(k) => (
-                us(k[0]),
-                us(k[1]),
-                us(k[2]),
-                format!("{:.0}", per_call(k[2], r.keys)),
+        let us = |x: Spread| x.scaled(1e-3);
+        let fields = |side: &str, v: Option<[Spread; 3]>| match v {
+            Some(v) => format!(
+                "{},{},{}",
+                us(v[0]).json_fields(&format!("{side}_create")),
+                us(v[1]).json_fields(&format!("{side}_max_call")),
+                us(v[2]).json_fields(&format!("{side}_lookup"))
             ),
-            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            None => {
+                format!("\"{side}_create\":null,\"{side}_max_call\":null,\"{side}_lookup\":null")
+            }
         };
-        let rat = |j: usize| {
-            r.kernel.map_or("-".to_string(), |k| {
-                format!("{:.1}x", ratio(k[j], r.ours[j]))
-            })
-        };
-        println!(
-            "{:>6} | {:>10} {:>10} {:>7} | {:>8} {:>8} | {:>10} {:>10} {:>7} | {:>8.0} {:>8} {:>7}",
+        s.push_str(&format!(
+            "{{\"keys\":{},{},{}}}",
             r.keys,
-            us(r.ours[0]),
-            kc,
-            rat(0),
+            fields("ipcns", Some(r.ours)),
+            fields("kernel", r.kernel)
+        ));
+    }
+    s.push_str("],\"goals\":[");
+    for (i, (name, got, limit, met)) in goals.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{{\"goal\":{},\"value\":{},\"limit\":{limit},\"met\":{met}}}",
+            json_str(name),
+            json_num(*got)
+        ));
+    }
+    s.push(']');
+    if let Some(p) = place {
+        s.push_str(&format!(",\"kernel_namespace\":{}", json_str(p.describe())));
+    }
+    if let Some(n) = kernel_note {
+        s.push_str(&format!(",\"kernel_skipped\":{}", json_str(n)));
+    }
+    s.push_str("}\n");
+    s
+}
+
+fn table(
+    rows: &[Row],
+    goals: &[GoalRow],
+    bytes: &[f64; 4],
+    kernel_note: Option<&str>,
+    place: Option<Fresh>,
+) -> String {
+    let mut s = String::new();
+    let mut line = |l: String| {
+        s.push_str(&l);
+        s.push('\n');
+    };
+    line(
+        "ipcns bench semget: semget(key, 1, IPC_CREAT|0600) for each of N new keys in a fresh namespace,"
+            .to_string(),
+    );
+    line(format!(
+        "then for the same keys again (each exists: a lookup); medians of {ROUNDS} rounds, (fastest-slowest)"
+    ));
+    line(super::stats::cpu_line(
+        &super::stats::cpu_model(),
+        crate::sys::allowed_cpus().map_or(0, |c| c.len()),
+    ));
+    line(match (place, kernel_note) {
+        (Some(p), None) => format!("kernel: {}", p.describe()),
+        (_, Some(n)) => format!("kernel columns skipped: {n}"),
+        (None, None) => String::new(),
+    });
+    // Per call: ns, with the rounds' spread.
+    let cell = |x: Spread| format!("{:.0} ({})", x.median, x.range(0));
+    let kcell = |r: &Row, j: usize| {
+        r.kernel
+            .map_or("-".to_string(), |k| cell(r.per_call(&k, j)))
+    };
+    let rat = |r: &Row, j: usize| {
+        r.kernel.map_or("-".to_string(), |k| {
+            format!("{:.1}x", ratio(k[j].median, r.ours[j].median))
+        })
+    };
+    for (j, head) in [
+        (0, "creating a new key, ns per call"),
+        (2, "looking up an existing key, ns per call"),
+    ] {
+        line(String::new());
+        line(format!(
+            "{head:<42} {:>21} {:>21} {:>12}",
+            "ipcns", "kernel", "kernel/ipcns"
+        ));
+        for r in rows {
+            line(format!(
+                "  {:<40} {:>21} {:>21} {:>12}",
+                keys_text(r.keys),
+                cell(r.per_call(&r.ours, j)),
+                kcell(r, j),
+                rat(r, j)
+            ));
+        }
+    }
+    line(String::new());
+    line(format!(
+        "{:<42} {:>21} {:>21}",
+        "the slowest single creation, µs", "ipcns", "kernel"
+    ));
+    for r in rows {
+        let us = |x: Spread| {
+            let x = x.scaled(1e-3);
+            format!("{:.1} ({})", x.median, x.range(1))
+        };
+        line(format!(
+            "  {:<40} {:>21} {:>21}",
+            keys_text(r.keys),
             us(r.ours[1]),
-            km,
-            us(r.ours[2]),
-            kl,
-            rat(2),
-            per_call(r.ours[2], r.keys),
-            kpc,
-            rat(2)
-        );
+            r.kernel.map_or("-".to_string(), |k| us(k[1]))
+        ));
     }
-    if let Some(n) = &kernel_note {
-        println!("kernel columns skipped: {n}");
+    line(format!(
+        "  (a lookup pass is repeated until {} calls are made, its time averaged over the passes)",
+        lookups()
+    ));
+    line(String::new());
+    line(format!(
+        "arena bytes per object: a set of one semaphore {:.0} (private) and {:.0} (with a key);",
+        bytes[0], bytes[1]
+    ));
+    line(format!(
+        "  an empty queue {:.0} (private) and {:.0} (with a key)",
+        bytes[2], bytes[3]
+    ));
+    if !goals.is_empty() {
+        line(String::new());
     }
-    println!();
-    for (name, got, limit, met) in &goals {
-        println!(
+    for (name, got, limit, met) in goals {
+        line(format!(
             "goal: {name}: {got:.2} (limit {limit}) {}",
             if *met { "MET" } else { "NOT MET" }
-        );
+        ));
     }
-    Ok(())
+    s
+}
+
+/// `1 key`, `N keys`.
+fn keys_text(n: u32) -> String {
+    if n == 1 {
+        "1 key".to_string()
+    } else {
+        format!("{n} keys")
+    }
+}
+
+/// `--plot`'s charts: ns per call of creation and of lookup against the
+/// number of keys, ipcns beside the kernel.
+fn charts(rows: &[Row]) -> Vec<Chart> {
+    let series = |j: usize| {
+        let mut v = vec![Series {
+            name: "ipcns".to_string(),
+            points: rows
+                .iter()
+                .map(|r| (f64::from(r.keys), r.per_call(&r.ours, j).median))
+                .collect(),
+        }];
+        if rows.iter().all(|r| r.kernel.is_some()) {
+            v.push(Series {
+                name: "kernel".to_string(),
+                points: rows
+                    .iter()
+                    .filter_map(|r| Some((f64::from(r.keys), r.per_call(&r.kernel?, j).median)))
+                    .collect(),
+            });
+        }
+        v
+    };
+    let chart = |j: usize, title: &str| Chart {
+        title: title.to_string(),
+        x_label: "keys in the namespace".to_string(),
+        x_log: true,
+        y_label: "ns per semget call (median)".to_string(),
+        series: series(j),
+    };
+    vec![
+        chart(2, "semget of an existing key (lookup)"),
+        chart(0, "semget of a new key (creation)"),
+    ]
 }

@@ -46,8 +46,12 @@
 //! the numbers then mean nothing).
 
 use super::TempNs;
+use super::fresh::{self, Fresh};
 use super::lock::Placement;
-use super::stats::{cpu_model, json_num, json_str, median, ratio, verdict};
+use super::plot::Chart;
+use super::plot::Series;
+use super::progress::{self, Progress};
+use super::stats::{Spread, cpu_model, json_num, json_str, median, ratio, verdict};
 use super::sys::{align_next_loop, fork, semtimedop, set_cpus, setns_ipc};
 use anyhow::{Context, bail, ensure};
 use ipcns::abi::{IPC_CREAT, IPC_RMID, SEM_UNDO, sembuf};
@@ -239,15 +243,19 @@ fn ipcns_noop(ops: u64, round: usize) -> anyhow::Result<Vec<f64>> {
 /// with the two sets and a warm-up tenth, then the rows interleaved, each
 /// chunk entering its row's namespace first (setns, outside the timing).
 /// `None` for the extend row on a kernel booted without ipcmni_extend.
-fn kernel_noop(ops: u64, round: usize) -> anyhow::Result<Vec<Option<f64>>> {
+fn kernel_noop(ops: u64, round: usize) -> anyhow::Result<(Fresh, Vec<Option<f64>>)> {
     let extended = kernel_extended();
     let mut rows = Vec::with_capacity(ROWS.len());
+    let mut how = None;
     for (idx, extend) in ROWS {
         if extend && !extended {
             rows.push(None);
             continue;
         }
-        ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+        // The first says how: the later ones are made inside the user
+        // namespace the first may have made.
+        let p = fresh::enter()?;
+        how.get_or_insert(p);
         let ns = std::fs::File::open("/proc/self/ns/ipc").context("open /proc/self/ns/ipc")?;
         let ids = place(
             |n| Host.sysctl_write("sem_next_id", n),
@@ -259,13 +267,14 @@ fn kernel_noop(ops: u64, round: usize) -> anyhow::Result<Vec<Option<f64>>> {
         rows.push(Some((ns, ids)));
     }
     let present: Vec<bool> = rows.iter().map(Option::is_some).collect();
-    interleave(ops, round, &present, |r, n| {
+    let v = interleave(ops, round, &present, |r, n| {
         let Some((ns, ids)) = &rows[r] else {
             bail!("row {r} has no namespace");
         };
         setns_ipc(ns.as_fd()).context("setns(CLONE_NEWIPC)")?;
         noop_loop(n, *ids, semtimedop)
-    })
+    })?;
+    Ok((how.unwrap_or(Fresh::Ipc), v))
 }
 
 /// A set of two semaphores, as one side of the ping-pong sees it.
@@ -433,26 +442,27 @@ fn undo_bytes(nsems: i32) -> anyhow::Result<f64> {
     Ok((cost[1] - cost[0]) / f64::from(UNDO_SETS))
 }
 
-/// The child half: `noop OPS ROUND` prints one ns/call per row (`-` for a row
-/// not measured); `pingpong WARM TRIPS` prints ns per round trip.
+/// The child half: `noop OPS ROUND` prints how its namespaces were made
+/// ([`Fresh::word`]), then one ns/call per row (`-` for a row not
+/// measured); `pingpong WARM TRIPS` prints how, then ns per round trip.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     match args {
         [what, ops, round] if what == "noop" => {
-            let v = kernel_noop(ops.parse()?, round.parse()?)?;
+            let (place, v) = kernel_noop(ops.parse()?, round.parse()?)?;
             let words: Vec<String> = v
                 .iter()
                 .map(|x| x.map_or("-".to_string(), |x| x.to_string()))
                 .collect();
-            println!("{}", words.join(" "));
+            println!("{} {}", place.word(), words.join(" "));
         }
         [what, warm, trips] if what == "pingpong" => {
-            ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+            let how = fresh::enter()?;
             let id = Host.semget(0, 2, IPC_CREAT | 0o600)?;
             let place = Placement::new()?;
             let ns = pingpong_round(&place, warm.parse()?, trips.parse()?, || {
                 Ok(KernelPair { id })
             })?;
-            println!("{ns}");
+            println!("{} {ns}", how.word());
         }
         _ => bail!("usage: ipcns bench {KERNEL_CHILD} noop OPS ROUND | pingpong WARM TRIPS"),
     }
@@ -464,16 +474,20 @@ fn kernel_run(args: &[String]) -> anyhow::Result<Vec<String>> {
     crate::kernel_child_words(KERNEL_CHILD, args)
 }
 
-fn kernel_noop_round(ops: u64, round: usize) -> anyhow::Result<Vec<Option<f64>>> {
+fn kernel_noop_round(ops: u64, round: usize) -> anyhow::Result<(Fresh, Vec<Option<f64>>)> {
     let words = kernel_run(&["noop".to_string(), ops.to_string(), round.to_string()])?;
-    ensure!(words.len() == ROWS.len(), "kernel child said {words:?}");
-    words
+    let place = words.first().and_then(|w| Fresh::from_word(w));
+    let (Some(place), true) = (place, words.len() == ROWS.len() + 1) else {
+        bail!("kernel child said {words:?}");
+    };
+    let v = words[1..]
         .iter()
         .map(|w| match w.as_str() {
             "-" => Ok(None),
             w => Ok(Some(w.parse()?)),
         })
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    Ok((place, v))
 }
 
 fn kernel_pingpong_round(sizes: Sizes) -> anyhow::Result<f64> {
@@ -482,9 +496,13 @@ fn kernel_pingpong_round(sizes: Sizes) -> anyhow::Result<f64> {
         sizes.warm_trips.to_string(),
         sizes.trips.to_string(),
     ])?;
-    let [w] = &words[..] else {
+    let [how, w] = &words[..] else {
         bail!("kernel child said {words:?}");
     };
+    ensure!(
+        Fresh::from_word(how).is_some(),
+        "kernel child said {words:?}"
+    );
     Ok(w.parse()?)
 }
 
@@ -524,18 +542,19 @@ impl Missing {
     }
 }
 
-/// One row of seed 000's table: medians in ns per call.
+/// One row of seed 000's table: ns per call, median and spread of the
+/// rounds.
 struct Row {
     idx: u32,
     extend: bool,
-    ipcns: f64,
-    kernel: Result<f64, Missing>,
+    ipcns: Spread,
+    kernel: Result<Spread, Missing>,
 }
 
-/// The ping-pong's medians in ns per round trip.
+/// The ping-pong's ns per round trip, median and spread of the rounds.
 struct PingPong {
-    ipcns: f64,
-    kernel: Result<f64, Missing>,
+    ipcns: Spread,
+    kernel: Result<Spread, Missing>,
 }
 
 /// A goal: measured (the value, as shown, and whether it is met), or why
@@ -547,11 +566,11 @@ struct Check {
 
 impl Check {
     /// A goal on a kernel/ipcns ratio: at least `at_least`.
-    fn speedup(text: String, kernel: &Result<f64, Missing>, ipcns: f64, at_least: f64) -> Check {
+    fn speedup(text: String, kernel: &Result<Spread, Missing>, ipcns: f64, at_least: f64) -> Check {
         Check {
             text,
-            outcome: kernel.as_ref().map_err(Clone::clone).map(|&k| {
-                let x = ratio(k, ipcns);
+            outcome: kernel.as_ref().map_err(Clone::clone).map(|k| {
+                let x = ratio(k.median, ipcns);
                 (x, format!("{x:.2}x"), x >= at_least)
             }),
         }
@@ -580,27 +599,54 @@ impl Check {
     }
 }
 
-/// How a row is named: `1&N`.
+/// How a row is named in its goal: `1 and N`.
 fn row_name(idx: u32) -> String {
-    format!("{FIRST_IDX}&{idx}")
+    format!("{FIRST_IDX} and {idx}")
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+/// How a row is named in the table: its second set's id slot.
+fn row_label(r: &Row) -> String {
+    if r.extend {
+        format!("{} (ipcmni_extend)", r.idx)
+    } else {
+        r.idx.to_string()
+    }
+}
+
+pub fn run(opts: &crate::Options) -> anyhow::Result<Vec<Chart>> {
     let sizes = Sizes::from_env();
     let cpu = cpu_model();
     let place = Placement::new()?;
     let extended = kernel_extended();
     let mut kernel_note: Option<String> = None;
+    let mut kernel_place: Option<Fresh> = None;
 
     let mut ours = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
     let mut theirs = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
+    let mut progress = Progress::new("semop", 4 * ROUNDS);
     for round in 0..ROUNDS {
+        let slots = ROWS.len();
+        progress.step(
+            2 * round,
+            &format!(
+                "{}, no-op semop, ipcns, {slots} id slots",
+                progress::round(round, ROUNDS)
+            ),
+        );
         for (r, ns) in ipcns_noop(sizes.ops, round)?.into_iter().enumerate() {
             ours[r].push(ns);
         }
         if kernel_note.is_none() {
+            progress.step(
+                2 * round + 1,
+                &format!(
+                    "{}, no-op semop, the kernel, {slots} id slots",
+                    progress::round(round, ROUNDS)
+                ),
+            );
             match kernel_noop_round(sizes.ops, round) {
-                Ok(v) => {
+                Ok((place, v)) => {
+                    kernel_place = Some(place);
                     for (r, x) in v.into_iter().enumerate() {
                         theirs[r].extend(x);
                     }
@@ -615,11 +661,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         .map(|(r, &(idx, extend))| Row {
             idx,
             extend,
-            ipcns: median(&mut ours[r]),
+            ipcns: Spread::of(&mut ours[r]),
             kernel: match &kernel_note {
                 Some(n) => Err(Missing::Unavailable(n.clone())),
                 None if extend && !extended => Err(Missing::NotExtended),
-                None => Ok(median(&mut theirs[r])),
+                None => Ok(Spread::of(&mut theirs[r])),
             },
         })
         .collect();
@@ -627,9 +673,17 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let mut pp_ours = Vec::with_capacity(ROUNDS);
     let mut pp_theirs = Vec::with_capacity(ROUNDS);
     let mut pp_note = kernel_note.clone();
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
+        progress.step(
+            2 * ROUNDS + 2 * round,
+            &format!("{}, ping-pong, ipcns", progress::round(round, ROUNDS)),
+        );
         pp_ours.push(ipcns_pingpong(&place, sizes).context("ipcns ping-pong")?);
         if pp_note.is_none() {
+            progress.step(
+                2 * ROUNDS + 2 * round + 1,
+                &format!("{}, ping-pong, the kernel", progress::round(round, ROUNDS)),
+            );
             match kernel_pingpong_round(sizes) {
                 Ok(ns) => pp_theirs.push(ns),
                 Err(e) => pp_note = Some(format!("{e:#}")),
@@ -637,13 +691,14 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         }
     }
     let pp = PingPong {
-        ipcns: median(&mut pp_ours),
+        ipcns: Spread::of(&mut pp_ours),
         kernel: match pp_note {
             Some(n) => Err(Missing::Unavailable(n)),
-            None => Ok(median(&mut pp_theirs)),
+            None => Ok(Spread::of(&mut pp_theirs)),
         },
     };
 
+    progress.clear();
     let undo = UNDO_NSEMS
         .iter()
         .map(|&n| {
@@ -659,11 +714,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         .map(|r| {
             Check::speedup(
                 format!(
-                    "ipcns >= 10x faster than the kernel per operation at idx {}",
+                    "ipcns >= 10x faster than the kernel per operation at id slots {}",
                     row_name(r.idx)
                 ),
                 &r.kernel,
-                r.ipcns,
+                r.ipcns.median,
                 10.0,
             )
         })
@@ -676,23 +731,53 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     goals.push(Check::speedup(
         "ping-pong round trip >= 3x faster than the kernel".to_string(),
         &pp.kernel,
-        pp.ipcns,
+        pp.ipcns.median,
         3.0,
     ));
 
-    let text = if json {
-        to_json(&cpu, sizes, &place, &rows, &pp, &undo, &goals)
+    let text = if opts.json {
+        to_json(&cpu, sizes, &place, kernel_place, &rows, &pp, &undo, &goals)
     } else {
-        table(&cpu, sizes, &place, &rows, &pp, &undo, &goals)
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&cpu, sizes, &place, kernel_place, &rows, &pp, &undo, goals)
     };
     crate::print_out(&text)?;
-    Ok(())
+    Ok(charts(&rows))
+}
+
+/// `--plot`'s chart: ns per no-op semop against the second set's id slot
+/// (the rows the kernel measured too, and ipcns's extend row beside them).
+fn charts(rows: &[Row]) -> Vec<Chart> {
+    let mut series = vec![Series {
+        name: "ipcns".to_string(),
+        points: rows
+            .iter()
+            .map(|r| (f64::from(r.idx), r.ipcns.median))
+            .collect(),
+    }];
+    let kernel: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| Some((f64::from(r.idx), r.kernel.as_ref().ok()?.median)))
+        .collect();
+    if !kernel.is_empty() {
+        series.push(Series {
+            name: "kernel".to_string(),
+            points: kernel,
+        });
+    }
+    vec![Chart {
+        title: format!("no-op semop on one of two sets (the first at id slot {FIRST_IDX})"),
+        x_label: "the second set's id slot".to_string(),
+        x_log: true,
+        y_label: "ns per semop (median)".to_string(),
+        series,
+    }]
 }
 
 /// max/min - 1 over the ipcns column, in percent.
 fn spread_pct(rows: &[Row]) -> f64 {
-    let max = rows.iter().map(|r| r.ipcns).fold(f64::MIN, f64::max);
-    let min = rows.iter().map(|r| r.ipcns).fold(f64::MAX, f64::min);
+    let max = rows.iter().map(|r| r.ipcns.median).fold(f64::MIN, f64::max);
+    let min = rows.iter().map(|r| r.ipcns.median).fold(f64::MAX, f64::min);
     (ratio(max, min) - 1.0) * 100.0
 }
 
@@ -701,10 +786,12 @@ fn versus(x: f64, base: f64) -> String {
     format!("{:+.1}%", (ratio(x, base) - 1.0) * 100.0)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn table(
     cpu: &str,
     sizes: Sizes,
     place: &Placement,
+    kernel_place: Option<Fresh>,
     rows: &[Row],
     pp: &PingPong,
     undo: &[(i32, f64)],
@@ -716,53 +803,60 @@ fn table(
         s.push('\n');
     };
     line(
-        "ipcns bench semop: seed 000's no-op semop (wait for zero on a semaphore at zero) on one of"
+        "ipcns bench semop: a no-op semop (wait for zero on a semaphore at zero) on one of two sets,"
             .to_string(),
     );
     line(format!(
-        "two sets picked at random per call, only those two allocated; medians of {ROUNDS} rounds"
+        "picked at random per call, the only two in a fresh namespace: the first at id slot {FIRST_IDX}, the"
+    ));
+    line(format!(
+        "second at the row's slot; ns per call, medians of {ROUNDS} rounds, (fastest-slowest)"
     ));
     line(super::stats::cpu_line(cpu, place.allowed.len()));
+    if let Some(p) = kernel_place {
+        line(format!("kernel: {}", p.describe()));
+    }
     line(String::new());
+    // One decimal for the no-op calls; none for the µs of a round trip.
+    let cell = |x: &Spread| {
+        let p = if x.median >= 1000.0 { 0 } else { 1 };
+        format!("{:.p$} ({})", x.median, x.range(p))
+    };
     line(format!(
-        "{:<20} {:>9} {:>11} {:>8} | {:>13} {:>8}",
-        "idx", "ipcns ns", "kernel ns", "k/i", "vs 1&2: ipcns", "kernel"
+        "{:<26} {:>20} {:>20} {:>12} | {:>17} {:>8}",
+        "second set's id slot", "ipcns", "kernel", "kernel/ipcns", "vs slot 2: ipcns", "kernel"
     ));
     let base = &rows[0];
     for r in rows {
-        let name = if r.extend {
-            format!("{} (extend)", row_name(r.idx))
-        } else {
-            row_name(r.idx)
-        };
         let (k, kr, kv) = match (&r.kernel, &base.kernel) {
             (Ok(k), Ok(b)) => (
-                format!("{k:.1}"),
-                format!("{:.2}x", ratio(*k, r.ipcns)),
-                versus(*k, *b),
+                cell(k),
+                format!("{:.2}x", ratio(k.median, r.ipcns.median)),
+                versus(k.median, b.median),
             ),
             (Ok(k), Err(_)) => (
-                format!("{k:.1}"),
-                format!("{:.2}x", ratio(*k, r.ipcns)),
+                cell(k),
+                format!("{:.2}x", ratio(k.median, r.ipcns.median)),
                 "-".into(),
             ),
             (Err(m), _) => (m.cell().to_string(), "-".to_string(), "-".to_string()),
         };
         line(format!(
-            "{name:<20} {:>9.1} {k:>11} {kr:>8} | {:>13} {kv:>8}",
-            r.ipcns,
-            versus(r.ipcns, base.ipcns)
+            "{:<26} {:>20} {k:>20} {kr:>12} | {:>17} {kv:>8}",
+            row_label(r),
+            cell(&r.ipcns),
+            versus(r.ipcns.median, base.ipcns.median)
         ));
     }
     line(format!(
-        "  ({} calls per row per round; a fresh namespace per row, ids placed with sem_next_id)",
+        "  ({} calls per row per round; a fresh namespace per row, the ids placed with sem_next_id)",
         sizes.ops
     ));
     for r in rows {
         match &r.kernel {
             Err(Missing::NotExtended) => line(format!(
-                "  kernel at {}: -, {} (a boot option)",
-                row_name(r.idx),
+                "  kernel at slot {}: -, {} (a boot option)",
+                r.idx,
                 Missing::NotExtended.short()
             )),
             Err(m @ Missing::Unavailable(_)) if std::ptr::eq(r, &rows[0]) => {
@@ -773,16 +867,17 @@ fn table(
     }
     line(String::new());
     line(format!(
-        "{:<20} {:>9} {:>11} {:>8}",
-        "ping-pong", "ipcns ns", "kernel ns", "k/i"
+        "{:<26} {:>20} {:>20} {:>12}",
+        "ping-pong, ns", "ipcns", "kernel", "kernel/ipcns"
     ));
     let (k, kr) = match &pp.kernel {
-        Ok(k) => (format!("{k:.1}"), format!("{:.2}x", ratio(*k, pp.ipcns))),
+        Ok(k) => (cell(k), format!("{:.2}x", ratio(k.median, pp.ipcns.median))),
         Err(m) => (m.cell().to_string(), "-".to_string()),
     };
     line(format!(
-        "{:<20} {:>9.1} {k:>11} {kr:>8}",
-        "round trip", pp.ipcns
+        "{:<26} {:>20} {k:>20} {kr:>12}",
+        "round trip",
+        cell(&pp.ipcns)
     ));
     line(format!(
         "  (2 processes, 2 semaphores: post s0, wait s1 / wait s0, post s1; {} timed round trips",
@@ -806,28 +901,32 @@ fn table(
         "  (heap_in_use over {UNDO_SETS} sets each given one SEM_UNDO semop, less the same without;"
     ));
     line("   the issue gives no goal for it: reported only)".to_string());
-    line(String::new());
+    if !goals.is_empty() {
+        line(String::new());
+    }
     for g in goals {
         line(g.line());
     }
     s
 }
 
+#[allow(clippy::too_many_arguments)]
 fn to_json(
     cpu: &str,
     sizes: Sizes,
     place: &Placement,
+    kernel_place: Option<Fresh>,
     rows: &[Row],
     pp: &PingPong,
     undo: &[(i32, f64)],
     goals: &[Check],
 ) -> String {
     let spread = spread_pct(rows);
-    let kernel = |k: &Result<f64, Missing>, ipcns: f64| match k {
+    let kernel = |k: &Result<Spread, Missing>, ipcns: &Spread| match k {
         Ok(k) => format!(
-            "\"kernel_ns\":{},\"kernel_over_ipcns\":{}",
-            json_num(*k),
-            json_num(ratio(*k, ipcns))
+            "{},\"kernel_over_ipcns\":{}",
+            k.json_fields("kernel_ns"),
+            json_num(ratio(k.median, ipcns.median))
         ),
         Err(why) => format!(
             "\"kernel_ns\":null,\"kernel_over_ipcns\":null,\"kernel_missing\":{}",
@@ -838,11 +937,11 @@ fn to_json(
         .iter()
         .map(|r| {
             format!(
-                "{{\"idx\":[{FIRST_IDX},{}],\"extend\":{},\"ipcns_ns\":{},{}}}",
+                "{{\"idx\":[{FIRST_IDX},{}],\"extend\":{},{},{}}}",
                 r.idx,
                 r.extend,
-                json_num(r.ipcns),
-                kernel(&r.kernel, r.ipcns)
+                r.ipcns.json_fields("ipcns_ns"),
+                kernel(&r.kernel, &r.ipcns)
             )
         })
         .collect();
@@ -854,8 +953,8 @@ fn to_json(
     format!(
         "{{\"bench\":\"semop\",\"cpu\":{},\"rounds\":{ROUNDS},\"ops_per_round\":{},\
 \"noop\":[{}],\"ipcns_spread_pct\":{},\
-\"pingpong\":{{\"cpus_bound\":{},\"trips_per_round\":{},\"warm_trips\":{},\"ipcns_ns\":{},{}}},\
-\"undo_entry_bytes\":[{}],\"goals\":[{}]}}\n",
+\"pingpong\":{{\"cpus_bound\":{},\"trips_per_round\":{},\"warm_trips\":{},{},{}}},\
+\"undo_entry_bytes\":[{}],\"kernel_namespace\":{},\"goals\":[{}]}}\n",
         json_str(cpu),
         sizes.ops,
         rows.join(","),
@@ -863,9 +962,10 @@ fn to_json(
         place.json(),
         sizes.trips,
         sizes.warm_trips,
-        json_num(pp.ipcns),
-        kernel(&pp.kernel, pp.ipcns),
+        pp.ipcns.json_fields("ipcns_ns"),
+        kernel(&pp.kernel, &pp.ipcns),
         undo.join(","),
+        kernel_place.map_or("null".to_string(), |p| json_str(p.describe())),
         goals.join(",")
     )
 }

@@ -39,6 +39,7 @@
 //! tests; the numbers then mean nothing).
 
 use super::TempNs;
+use super::progress::{self, Progress};
 use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
 use super::sys::{Segment, SharedPage, Shm, allowed_cpus, fork};
 use anyhow::{Context, bail, ensure};
@@ -223,7 +224,7 @@ fn ipcns_nattch() -> anyhow::Result<[u64; 4]> {
 /// The child half, in a fresh IPC namespace: `pairs ROUND N...` prints ns
 /// per pair for each row (N pairs each); `nattch` prints the four counts.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
-    ipcns_oracle::kernel::unshare_ipc().context("unshare(CLONE_NEWIPC) needs root")?;
+    crate::fresh::enter()?;
     let words: Vec<String> = match args {
         [what, round, n @ ..] if what == "pairs" && n.len() == ROWS.len() => {
             let mut pairs = [0; ROWS.len()];
@@ -298,14 +299,20 @@ fn size_name(size: usize) -> String {
     }
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let pairs = pairs_per_round();
     let cpu = cpu_model();
     let cpus = allowed_cpus().context("sched_getaffinity")?.len();
     let mut kernel_note: Option<String> = None;
     let mut ours = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
     let mut theirs = vec![Vec::with_capacity(ROUNDS); ROWS.len()];
+    let mut progress = Progress::new("shm", 2 * ROUNDS + 1);
     for round in 0..ROUNDS {
+        let rows = ROWS.len();
+        progress.step(
+            2 * round,
+            &format!("{}, ipcns, {rows} rows", progress::round(round, ROUNDS)),
+        );
         for (r, ns) in ipcns_round(&pairs, round)
             .context("ipcns")?
             .into_iter()
@@ -314,6 +321,13 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             ours[r].push(ns);
         }
         if kernel_note.is_none() {
+            progress.step(
+                2 * round + 1,
+                &format!(
+                    "{}, the kernel, {rows} rows",
+                    progress::round(round, ROUNDS)
+                ),
+            );
             let mut args = vec!["pairs".to_string(), round.to_string()];
             args.extend(pairs.iter().map(u64::to_string));
             match kernel_run::<f64>(&args, ROWS.len()) {
@@ -339,6 +353,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             },
         })
         .collect();
+    progress.step(2 * ROUNDS, "shm_nattch across a fork");
     let nattch = Nattch {
         ipcns: ipcns_nattch().context("ipcns shm_nattch")?,
         kernel: match &kernel_note {
@@ -357,10 +372,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             Some(goal(&text, v, v >= 1.0))
         })
         .collect();
-    let text = if json {
+    progress.clear();
+    let text = if opts.json {
         to_json(&cpu, cpus, &rows, &nattch, &goals)
     } else {
-        table(&cpu, cpus, &rows, &nattch, &goals)
+        let goals = if opts.goals { &goals[..] } else { &[] };
+        table(&cpu, cpus, &rows, &nattch, goals)
     };
     crate::print_out(&text)?;
     Ok(())

@@ -16,6 +16,58 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The median of several rounds and the fastest and slowest of them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// Of the rounds `v` (sorted in place); NaN throughout for none.
+    pub fn of(v: &mut [f64]) -> Spread {
+        if v.is_empty() {
+            return Spread {
+                min: f64::NAN,
+                median: f64::NAN,
+                max: f64::NAN,
+            };
+        }
+        let median = median(v);
+        Spread {
+            min: v[0],
+            median,
+            max: v[v.len() - 1],
+        }
+    }
+
+    /// Each figure times `k` (a change of unit).
+    pub fn scaled(self, k: f64) -> Spread {
+        Spread {
+            min: self.min * k,
+            median: self.median * k,
+            max: self.max * k,
+        }
+    }
+
+    /// `min-max` with `prec` decimals, for a table's spread column.
+    pub fn range(&self, prec: usize) -> String {
+        format!("{:.prec$}-{:.prec$}", self.min, self.max)
+    }
+
+    /// `"NAME":median,"NAME_min":min,"NAME_max":max`: the JSON fields of
+    /// a figure whose median had the field `NAME` alone before.
+    pub fn json_fields(&self, name: &str) -> String {
+        format!(
+            "\"{name}\":{},\"{name}_min\":{},\"{name}_max\":{}",
+            json_num(self.median),
+            json_num(self.min),
+            json_num(self.max)
+        )
+    }
+}
+
 /// Runs `f(iters)` `rounds` times and returns the median nanoseconds per
 /// iteration. `f` must perform `iters` iterations of the measured operation.
 pub fn ns_per_iter(rounds: usize, iters: u64, mut f: impl FnMut(u64)) -> f64 {
@@ -160,7 +212,24 @@ pub fn cpu_line(cpu: &str, usable: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::busy;
+    use super::{Spread, busy};
+
+    #[test]
+    fn a_spread_is_the_median_between_the_extremes() {
+        let s = Spread::of(&mut [5.0, 1.0, 3.0, 9.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 4.0, 9.0));
+        assert_eq!(s.range(1), "1.0-9.0");
+        assert_eq!(
+            s.scaled(0.5).json_fields("ns"),
+            "\"ns\":2.000,\"ns_min\":0.500,\"ns_max\":4.500"
+        );
+        let none = Spread::of(&mut []);
+        assert!(none.median.is_nan());
+        assert_eq!(
+            none.json_fields("x"),
+            "\"x\":null,\"x_min\":null,\"x_max\":null"
+        );
+    }
 
     #[test]
     fn half_the_cpus_loaded_is_busy() {

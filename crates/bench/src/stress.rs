@@ -27,6 +27,7 @@
 //! line, or no end within three times its length plus 30 s) is shown with
 //! its output; the table and goals are printed, then the benchmark fails.
 
+use super::progress::{self, Progress};
 use crate::stats::{Goal, cpu_line, cpu_model, goal, json_num, json_str, median, ratio};
 use anyhow::{Context, bail, ensure};
 use std::fs::File;
@@ -520,7 +521,8 @@ fn installed(path: &Path) -> Installed {
     }
 }
 
-pub fn run(json: bool) -> anyhow::Result<()> {
+pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
+    let json = opts.json;
     let Some(stress_ng) = find_stress_ng() else {
         if json {
             println!(
@@ -560,6 +562,8 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         "ipcns bench stress: {runs} runs of {secs} s (about {} min)",
         (runs as u64 * secs).div_ceil(60)
     );
+    let mut progress = Progress::new("stress", runs);
+    let mut done = 0;
     for round in 0..RUNS {
         for (i, row) in rows.iter_mut().enumerate() {
             if row.unavailable.is_some() {
@@ -571,6 +575,21 @@ pub fn run(json: bool) -> anyhow::Result<()> {
                 [Side::Ipcns, Side::Kernel]
             };
             for side in sides {
+                progress.step(
+                    done,
+                    &format!(
+                        "{}, {} {}, {}",
+                        progress::round(round, RUNS),
+                        row.name(),
+                        if row.workers == 1 {
+                            "worker"
+                        } else {
+                            "workers"
+                        },
+                        side.word()
+                    ),
+                );
+                done += 1;
                 let r = setup.run(side, &row.stressor, row.workers);
                 let got = match r {
                     Ok(x) => Some(x),
@@ -586,13 +605,15 @@ pub fn run(json: bool) -> anyhow::Result<()> {
             }
         }
     }
+    progress.clear();
     let checks = checks(&rows);
     let cpu = cpu_model();
     let usable = crate::sys::allowed_cpus()?.len();
     if json {
         println!("{}", to_json(&rows, &checks, &cpu, usable, &inst, &setup));
     } else {
-        print!("{}", table(&rows, &checks, &cpu, usable, &inst, &setup));
+        let checks = if opts.goals { &checks[..] } else { &[] };
+        print!("{}", table(&rows, checks, &cpu, usable, &inst, &setup));
     }
     let failed: Vec<String> = rows
         .iter()
@@ -677,7 +698,9 @@ fn table(
             ));
         }
     }
-    s.push('\n');
+    if !checks.is_empty() {
+        s.push('\n');
+    }
     for c in checks {
         s.push_str(&c.line());
         s.push('\n');

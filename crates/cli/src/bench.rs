@@ -53,11 +53,19 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     Err(err).with_context(|| format!("bench: cannot run {}", exe.display()))
 }
 
-/// The help of one benchmark: its usage line and its paragraph of
-/// [`USAGE`], or None if there is no such benchmark.
+/// The benchmarks that `--plot` draws (`ipcns-bench`'s `plot::DRAWN`;
+/// its tests check that [`USAGE`] names the same).
+const DRAWN: [&str; 3] = ["msg", "semget", "semop"];
+
+/// The help of one benchmark: its usage line, its paragraph of [`USAGE`]
+/// and the options it takes, or None if there is no such benchmark.
 fn one(name: &str) -> Option<String> {
-    let mut lines = USAGE.lines().skip(1);
-    let mut text = format!("usage: ipcns bench {name} [--json]\n");
+    let mut lines = USAGE.lines().skip(2);
+    let plots = DRAWN.contains(&name);
+    let mut text = format!(
+        "usage: ipcns bench {name} [--json] [--goals]{}\n",
+        if plots { " [--plot FILE.svg]" } else { "" }
+    );
     let first = lines.find(|l| {
         l.get(2..)
             .is_some_and(|r| r.split_whitespace().next() == Some(name))
@@ -67,7 +75,17 @@ fn one(name: &str) -> Option<String> {
         text.push('\n');
         text.push_str(l);
     }
-    text.push_str("\n--json prints the results as JSON.");
+    // The options' paragraph, less --plot's for a benchmark that draws
+    // nothing.
+    let opts = USAGE.lines().skip_while(|l| !l.starts_with("--json"));
+    let mut in_plot = false;
+    for l in opts {
+        in_plot = l.starts_with("--plot") || (in_plot && l.starts_with(' '));
+        if plots || !in_plot {
+            text.push('\n');
+            text.push_str(l);
+        }
+    }
     Some(text)
 }
 

@@ -61,3 +61,50 @@ fn help_is_ipcns_help_bench() {
         assert!(out.stderr.is_empty(), "{args:?}");
     }
 }
+
+/// `--plot` without a file name, on a benchmark that draws nothing, or
+/// into a file that cannot be written: a clear error, exit 1, before
+/// anything is measured (so no run's figures are lost), no file left.
+#[test]
+fn plot_errors_are_said_before_measuring() {
+    let d = TempDir::new("plot-errors");
+    for (args, want) in [
+        (
+            &["semget", "--plot"][..],
+            "ipcns: bench: --plot needs a file name (--plot FILE.svg)\n".to_string(),
+        ),
+        (
+            &["semget", "--plot="],
+            "ipcns: bench: --plot needs a file name (--plot FILE.svg)\n".to_string(),
+        ),
+        (
+            &["semget", "--plot", "--json"],
+            "ipcns: bench: --plot needs a file name (--plot FILE.svg)\n".to_string(),
+        ),
+        (
+            &["lock", "--plot", "lock.svg"],
+            "ipcns: bench: --plot: bench lock draws no chart (charts: msg, semget, semop)\n"
+                .to_string(),
+        ),
+        (
+            &["semget", "--plot", "/nonexistent-dir/semget.svg"],
+            "ipcns: bench: cannot write /nonexistent-dir/semget.svg: No such file or directory\n"
+                .to_string(),
+        ),
+    ] {
+        let out = d.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&out.stderr), want, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A directory is not a file to write.
+    let dir = d.0.display().to_string();
+    let out = d.run(&["semop", "--plot", &dir]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!("ipcns: bench: cannot write {dir}: Is a directory\n")
+    );
+    assert!(!d.0.join("lock.svg").exists());
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
+}

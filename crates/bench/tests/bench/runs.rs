@@ -44,7 +44,7 @@ fn bench_lock_json_has_every_number() {
 fn bench_lock_table_and_usage() {
     let d = TempDir::new("bench-lock-table");
     let o = d
-        .command(&["lock"])
+        .command(&["lock", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -54,11 +54,28 @@ fn bench_lock_table_and_usage() {
     assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
+    // Standard error is a pipe: no progress line, not a byte of it.
+    assert!(!o.stderr.contains(&b'\r'), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("lock: ["), "{}", text(&o.stderr));
+    // Without --goals: the same table, no goal lines, no verdicts.
+    let o = d
+        .command(&["lock"])
+        .env("IPCNS_BENCH_QUICK", "1")
+        .output()
+        .expect("run ipcns-bench");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plain = text(&o.stdout);
+    assert!(plain.starts_with("ipcns bench lock: "), "{plain}");
+    assert!(plain.contains("  2 processes (fork) "), "{plain}");
+    assert!(!plain.contains("goal"), "{plain}");
+    assert!(!plain.contains("MET"), "{plain}");
+    assert!(!plain.ends_with("\n\n"), "{plain}");
     // `ipcns help` (its line for bench): crates/cli/tests/cli/command.rs.
     let help = d.run(&["--help"]);
     assert!(
-        text(&help.stdout).contains(
-            "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress "
+        text(&help.stdout).starts_with(
+            "usage: ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress\n         \
+             [--json] [--goals] [--plot FILE.svg]\n"
         )
     );
 }
@@ -89,11 +106,13 @@ fn bench_semop_json_has_every_number() {
         "{\"idx\":[1,27348],\"extend\":false,\"ipcns_ns\":",
         "{\"idx\":[1,15777204],\"extend\":true,\"ipcns_ns\":",
         "\"ipcns_spread_pct\":",
+        "\"ipcns_ns_min\":",
+        "\"ipcns_ns_max\":",
         "\"pingpong\":{\"cpus_bound\":",
         "\"trips_per_round\":10,",
         "\"warm_trips\":1,",
-        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at idx 1&2\",\"value\":",
-        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at idx 1&15777204\",\"value\":",
+        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at id slots 1 and 2\",\"value\":",
+        "{\"goal\":\"ipcns >= 10x faster than the kernel per operation at id slots 1 and 15777204\",\"value\":",
         "{\"goal\":\"ipcns rows within 2% of each other\",\"value\":",
         "{\"goal\":\"ping-pong round trip >= 3x faster than the kernel\",\"value\":",
         // A 40-byte head and 2 bytes per semaphore, in a 64-byte block.
@@ -134,20 +153,25 @@ fn bench_semop_json_has_every_number() {
 fn bench_semop_table() {
     let d = TempDir::new("bench-semop-table");
     let o = d
-        .command(&["semop"])
+        .command(&["semop", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with("ipcns bench semop: "), "{out}");
-    assert!(out.lines().nth(2).unwrap().starts_with("cpu: "), "{out}");
+    assert!(out.lines().nth(3).unwrap().starts_with("cpu: "), "{out}");
+    // Plain words: id slots, no seed numbers or index jargon.
+    assert!(out.contains("\nsecond set's id slot "), "{out}");
+    for jargon in ["seed", "idx", "&"] {
+        assert!(!out.contains(jargon), "{jargon:?} in {out}");
+    }
     for row in [
-        "1&2 ",
-        "1&40 ",
-        "1&3348 ",
-        "1&27348 ",
-        "1&15777204 (extend) ",
+        "2 ",
+        "40 ",
+        "3348 ",
+        "27348 ",
+        "15777204 (ipcmni_extend) ",
         "round trip ",
     ] {
         assert!(
@@ -221,7 +245,7 @@ fn bench_shm_json_has_every_number() {
 fn bench_shm_table() {
     let d = TempDir::new("bench-shm-table");
     let o = d
-        .command(&["shm"])
+        .command(&["shm", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -279,6 +303,9 @@ fn bench_msg_json_and_table() {
         "\"one_process\":[{\"bytes\":8,\"ipcns_ns\":",
         "{\"bytes\":8192,\"ipcns_ns\":",
         "\"ping_pong_ns\":{\"ipcns\":",
+        "\"ipcns_min\":",
+        "\"ipcns_rounds\":[",
+        "{\"bytes\":8,\"ipcns_ns\":",
         "\"scaling_pairs_per_s\":{\"ipcns_one\":",
         "\"ipcns_two_over_one\":",
         "\"bytes_per_queued_8_byte_message\":32.000,",
@@ -302,7 +329,7 @@ fn bench_msg_json_and_table() {
         );
     }
     let o = d
-        .command(&["msg"])
+        .command(&["msg", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -385,7 +412,7 @@ fn bench_preload_table() {
     let lib = preload_lib();
     let d = TempDir::new("bench-preload-table");
     let o = d
-        .command(&["preload"])
+        .command(&["preload", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
@@ -453,7 +480,7 @@ fn bench_fork_json_and_table() {
     assert!(d.entries().is_empty(), "{:?}", d.entries());
 
     let o = d
-        .command(&["fork"])
+        .command(&["fork", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .env("IPCNS_PRELOAD_LIB", &lib)
         .output()
@@ -524,7 +551,7 @@ fn bench_contend_json_and_table() {
         "{out}"
     );
     let o = d
-        .command(&["contend"])
+        .command(&["contend", "--goals"])
         .env("IPCNS_BENCH_QUICK", "1")
         .output()
         .expect("run ipcns-bench");
@@ -549,4 +576,77 @@ fn effective_uid() -> u32 {
                 .and_then(|u| u.parse().ok())
         })
         .unwrap_or(u32::MAX)
+}
+
+/// `--plot FILE.svg`: a quick semget, semop and msg each draw their
+/// charts into the file, after the table: an SVG document with every
+/// chart's title and the series ipcns (and the kernel's, as root).
+#[test]
+fn bench_plot_writes_an_svg_of_each_chart() {
+    let d = TempDir::new("bench-plot");
+    let out_dir = TempDir::new("bench-plot-out");
+    for (bench, titles) in [
+        (
+            "semget",
+            &[
+                "semget of an existing key (lookup)",
+                "semget of a new key (creation)",
+            ][..],
+        ),
+        (
+            "semop",
+            &["no-op semop on one of two sets (the first at id slot 1)"],
+        ),
+        (
+            "msg",
+            &[
+                "msgsnd + msgrcv in one process",
+                "ping-pong between two processes, 8 bytes each way",
+            ],
+        ),
+    ] {
+        let file = out_dir.0.join(format!("{bench}.svg"));
+        let o = d
+            .command(&[bench, "--plot", file.to_str().unwrap()])
+            .env("IPCNS_BENCH_QUICK", "1")
+            .output()
+            .expect("run ipcns-bench");
+        assert!(o.status.success(), "{bench}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).starts_with(&format!("ipcns bench {bench}: ")),
+            "{bench}"
+        );
+        let svg = std::fs::read_to_string(&file).expect("the plot was written");
+        assert!(svg.starts_with("<svg "), "{bench}: {svg}");
+        assert!(
+            svg.contains("xmlns=\"http://www.w3.org/2000/svg\""),
+            "{bench}"
+        );
+        assert!(svg.trim_end().ends_with("</svg>"), "{bench}");
+        assert_eq!(svg.matches("<svg").count(), 1, "{bench}");
+        let says = |t: &str| svg.contains(&format!(">\n{t}\n</text>"));
+        for t in titles {
+            assert!(says(t), "{bench}: no title {t:?} in {svg}");
+        }
+        assert!(says("ipcns"), "{bench}: no ipcns series");
+        assert!(
+            svg.matches("<polyline").count() >= titles.len(),
+            "{bench}: a line per chart at least"
+        );
+        if effective_uid() == 0 {
+            assert!(says("kernel"), "{bench}: no kernel series");
+        }
+        // A second run replaces the file rather than appending to it.
+        let before = svg.len();
+        let o = d
+            .command(&[bench, "--json", &format!("--plot={}", file.display())])
+            .env("IPCNS_BENCH_QUICK", "1")
+            .output()
+            .expect("run ipcns-bench");
+        assert!(o.status.success(), "{bench}: {}", text(&o.stderr));
+        let again = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(again.matches("<svg").count(), 1, "{bench}");
+        assert!(again.len() < 2 * before, "{bench}");
+    }
+    assert!(d.entries().is_empty(), "{:?}", d.entries());
 }

@@ -146,9 +146,24 @@ fn bench_without_the_executable_says_how_to_build_it() {
     assert!(help.status.success(), "{}", text(&help.stderr));
     assert_eq!(
         text(&help.stdout),
-        "usage: ipcns bench semget [--json]\n  semget  semget creation and lookup: ipcns beside the kernel\n\
-         --json prints the results as JSON.\n"
+        "usage: ipcns bench semget [--json] [--goals] [--plot FILE.svg]\n  \
+         semget  semget creation and lookup: ipcns beside the kernel\n\
+         --json  prints the results as one line of JSON, the goals included.\n\
+         --goals ends the table with the goals the figures are held to, each\n        \
+         MET or NOT MET.\n\
+         --plot FILE.svg\n        \
+         also draws ipcns beside the kernel into FILE.svg (msg, semget\n        \
+         and semop only).\n"
     );
+    // A benchmark that draws nothing has no --plot.
+    let (help, _) = run(&ipcns, &["bench", "lock", "--help"], &empty);
+    let help = text(&help.stdout);
+    assert!(
+        help.starts_with("usage: ipcns bench lock [--json] [--goals]\n  lock    "),
+        "{help}"
+    );
+    assert!(help.ends_with("each\n        MET or NOT MET.\n"), "{help}");
+    assert!(!help.contains("--plot"), "{help}");
     let (all, _) = run(&ipcns, &["bench", "--help"], &empty);
     let (topic, _) = run(&ipcns, &["help", "bench"], &empty);
     assert_eq!(text(&all.stdout), text(&topic.stdout));

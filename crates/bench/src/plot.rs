@@ -1,0 +1,254 @@
+//! `--plot FILE.svg`: a benchmark's figures drawn as an SVG picture, ipcns
+//! beside the kernel, one chart under the other. A benchmark that draws
+//! returns its [`Chart`]s; `run` (main.rs) opens the file before the
+//! benchmark runs ([`Output::open`]: a file that cannot be written is said
+//! at once) and writes the picture after the table ([`svg`]). Drawn with
+//! `plotters`' SVG backend alone (no fonts, no bitmaps: the text is SVG
+//! `<text>`, which the viewer lays out).
+
+use anyhow::{Context, anyhow};
+use plotters::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The benchmarks that draw charts.
+pub const DRAWN: [&str; 3] = ["msg", "semget", "semop"];
+
+/// One chart: lines of points, one per side.
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    /// Whether the x axis is logarithmic (key counts, id slots).
+    pub x_log: bool,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+/// One side's line: `(x, y)` points in the order drawn.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Picture size per chart, in SVG pixels.
+const WIDTH: u32 = 760;
+const HEIGHT: u32 = 380;
+
+/// The charts as one SVG document, one under the other.
+pub fn svg(charts: &[Chart]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    {
+        let rows = charts.len().max(1);
+        let root =
+            SVGBackend::with_string(&mut out, (WIDTH, HEIGHT * rows as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow!("drawing: {e}"))?;
+        for (area, chart) in root.split_evenly((rows, 1)).iter().zip(charts) {
+            draw(area, chart).with_context(|| format!("drawing {:?}", chart.title))?;
+        }
+        root.present().map_err(|e| anyhow!("drawing: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// The colours of the series, in order: ipcns, the kernel, others.
+const COLOURS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+];
+
+fn draw<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    c: &Chart,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let all = || c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let y1 = all().fold(0.0f64, |m, p| m.max(p.1));
+    if x0 > x1 {
+        (x0, x1) = (1.0, 10.0);
+    }
+    if x0 == x1 {
+        (x0, x1) = (x0 * 0.9, x1 * 1.1 + 1.0);
+    }
+    let y = 0.0..if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+    let mut b = ChartBuilder::on(area);
+    b.caption(&c.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64);
+    if c.x_log {
+        let mut ch = b
+            .build_cartesian_2d((x0..x1).log_scale(), y)
+            .map_err(|e| anyhow!("{e}"))?;
+        ch.configure_mesh()
+            .x_desc(&c.x_label)
+            .y_desc(&c.y_label)
+            .x_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| short(*v))
+            .draw()
+            .map_err(|e| anyhow!("{e}"))?;
+        lines(&mut ch, c)
+    } else {
+        let mut ch = b
+            .build_cartesian_2d(x0..x1, y)
+            .map_err(|e| anyhow!("{e}"))?;
+        ch.configure_mesh()
+            .x_desc(&c.x_label)
+            .y_desc(&c.y_label)
+            .x_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| short(*v))
+            .draw()
+            .map_err(|e| anyhow!("{e}"))?;
+        lines(&mut ch, c)
+    }
+}
+
+/// Each series as a line with a dot per point, and the legend.
+fn lines<'a, DB, X, Y>(
+    ch: &mut plotters::chart::ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    c: &Chart,
+) -> anyhow::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    for (i, s) in c.series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        ch.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            colour.stroke_width(2),
+        ))
+        .map_err(|e| anyhow!("{e}"))?
+        .label(s.name.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+        ch.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(|e| anyhow!("{e}"))?;
+    }
+    ch.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// An axis label: `31900`, `1.5k` is not used (the values are exact
+/// counts), but a fraction keeps one decimal.
+fn short(v: f64) -> String {
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The file `--plot` names, open from before the benchmark runs.
+pub struct Output {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Whether this run made the file (removed again if the benchmark
+    /// fails, where one that was there is left as it was).
+    created: bool,
+}
+
+impl Output {
+    /// Opens `path` for writing without changing it yet.
+    pub fn open(path: &Path) -> anyhow::Result<Output> {
+        let created = !path.exists();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| cannot_write(path, &e))?;
+        Ok(Output {
+            path: path.to_path_buf(),
+            file,
+            created,
+        })
+    }
+
+    /// Replaces the file's contents with `svg`.
+    pub fn write(mut self, svg: &str) -> anyhow::Result<()> {
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.write_all(svg.as_bytes()))
+            .and_then(|()| self.file.flush())
+            .map_err(|e| cannot_write(&self.path, &e))
+    }
+
+    /// The benchmark failed: a file this run made is removed.
+    pub fn abandon(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// `bench: cannot write FILE: REASON` (the reason without Rust's
+/// `(os error N)`, as `ipcns` says it).
+fn cannot_write(path: &Path, e: &std::io::Error) -> anyhow::Error {
+    let reason = e.to_string();
+    let reason = match reason.find(" (os error ") {
+        Some(i) => &reason[..i],
+        None => &reason,
+    };
+    anyhow!("bench: cannot write {}: {reason}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Chart, Series, svg};
+
+    /// Whether `svg` has a `<text>` element saying `t` (plotters writes
+    /// the text on a line of its own).
+    fn says(svg: &str, t: &str) -> bool {
+        svg.contains(&format!(">\n{t}\n</text>"))
+    }
+
+    fn chart(x_log: bool) -> Chart {
+        Chart {
+            title: "semget lookup".into(),
+            x_label: "keys".into(),
+            x_log,
+            y_label: "ns per call".into(),
+            series: vec![
+                Series {
+                    name: "ipcns".into(),
+                    points: vec![(1.0, 20.0), (100.0, 22.0), (31900.0, 25.0)],
+                },
+                Series {
+                    name: "kernel".into(),
+                    points: vec![(1.0, 300.0), (100.0, 320.0), (31900.0, 900.0)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn two_charts_make_one_svg_with_every_series_named() {
+        let s = svg(&[chart(true), chart(false)]).unwrap();
+        assert!(s.starts_with("<svg "), "{s}");
+        assert!(s.trim_end().ends_with("</svg>"), "{s}");
+        assert_eq!(s.matches(">\nsemget lookup\n</text>").count(), 2, "{s}");
+        assert!(says(&s, "ipcns") && says(&s, "kernel"), "{s}");
+        assert!(says(&s, "keys") && says(&s, "ns per call"), "{s}");
+        assert!(s.contains("<polyline"), "{s}");
+    }
+
+    #[test]
+    fn an_empty_series_or_one_point_draws_without_error() {
+        let mut c = chart(true);
+        c.series[1].points.clear();
+        c.series[0].points.truncate(1);
+        assert!(says(&svg(&[c]).unwrap(), "ipcns"));
+        assert!(svg(&[]).unwrap().starts_with("<svg "));
+    }
+}
