@@ -197,6 +197,7 @@ pub use lock::{Holder, Liveness};
 #[cfg(not(loom))]
 pub use namespace::Namespace;
 /// `ipcns top`'s reading of a namespace's objects.
+#[cfg(not(loom))]
 pub use namespace::activity::ObjectActivity;
 #[cfg(not(loom))]
 pub use namespace::check::Census;
