@@ -15,7 +15,6 @@
 //! a `cdylib` for nobody's tests.
 
 mod compare;
-mod lifetime;
 mod namespace;
 mod procfs;
 mod support;
