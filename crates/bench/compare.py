@@ -19,7 +19,8 @@ def figures(bench, d):
     else:
         for who in ('library', 'core'):
             for k, v in d['ns'][who].items():
-                if v is not None:
+                # NAME_min and NAME_max: the spread of NAME's rounds.
+                if v is not None and not k.endswith(('_min', '_max')):
                     f['preload %s %s' % (who, k)] = v
     return f
 acc = {}

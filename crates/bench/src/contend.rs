@@ -27,7 +27,7 @@
 
 use crate::TempNs;
 use crate::progress::{self, Progress};
-use crate::stats::{Goal, cpu_line, cpu_model, goal, json_num, json_str, median, quick, ratio};
+use crate::stats::{Goal, Spread, cpu_line, cpu_model, goal, json_num, json_str, quick, ratio};
 use crate::sys::{KernelMsgBuf, SharedPage, fork};
 use anyhow::{Context, bail, ensure};
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -364,11 +364,11 @@ fn kernel_run(shape: Shape) -> anyhow::Result<f64> {
     Ok(w.parse()?)
 }
 
-/// One row's medians.
+/// One row's throughputs per second: median and spread of the rounds.
 struct Row {
     shape: Shape,
-    ipcns: f64,
-    kernel: Option<f64>,
+    ipcns: Spread,
+    kernel: Option<Spread>,
 }
 
 pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
@@ -409,8 +409,8 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
         .zip(ours.iter_mut().zip(theirs.iter_mut()))
         .map(|(&shape, (o, t))| Row {
             shape,
-            ipcns: median(o),
-            kernel: (t.len() == ROUNDS).then(|| median(t)),
+            ipcns: Spread::of(o),
+            kernel: (t.len() == ROUNDS).then(|| Spread::of(t)),
         })
         .collect();
     progress.clear();
@@ -433,7 +433,7 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
 fn alone(rows: &[Row], shape: Shape) -> f64 {
     rows.iter()
         .find(|r| r.shape.word() == shape.word() && r.shape.n() == 1)
-        .map_or(f64::NAN, |r| r.ipcns)
+        .map_or(f64::NAN, |r| r.ipcns.median)
 }
 
 fn goals(rows: &[Row]) -> Vec<Goal> {
@@ -444,14 +444,14 @@ fn goals(rows: &[Row]) -> Vec<Goal> {
             Shape::Queue(n) => format!("{n} producers and {n} consumers on one queue"),
         };
         if let Some(k) = r.kernel {
-            let x = ratio(r.ipcns, k);
+            let x = ratio(r.ipcns.median, k.median);
             g.push(goal(
                 &format!("{what}: at least the kernel's throughput"),
                 x,
                 x >= 1.0,
             ));
         }
-        let share = r.ipcns / alone(rows, r.shape);
+        let share = r.ipcns.median / alone(rows, r.shape);
         g.push(goal(
             &format!("{what}: at least 80% of one's throughput (as a fraction)"),
             share,
@@ -463,7 +463,7 @@ fn goals(rows: &[Row]) -> Vec<Goal> {
 
 fn table(rows: &[Row], goals: &[Goal], cpu: &str, usable: usize, missing: Option<&str>) -> String {
     let mut s = format!(
-        "ipcns bench contend: several processes on one object, ipcns beside the kernel; medians of {ROUNDS} rounds of {} ms\n{}\n",
+        "ipcns bench contend: several processes on one object, ipcns beside the kernel; medians of {ROUNDS} rounds of {} ms (slowest-fastest)\n{}\n",
         round_ms(),
         cpu_line(cpu, usable)
     );
@@ -480,7 +480,7 @@ fn table(rows: &[Row], goals: &[Goal], cpu: &str, usable: usize, missing: Option
         ),
     ] {
         s.push_str(&format!(
-            "\n{head}\n{:<10} {:>14} {:>14} {:>8} {:>10}\n",
+            "\n{head}\n{:<10} {:>26} {:>26} {:>8} {:>10}\n",
             if kind == "lock" { "procs" } else { "pairs" },
             format!("ipcns {unit}"),
             format!("kernel {unit}"),
@@ -489,16 +489,19 @@ fn table(rows: &[Row], goals: &[Goal], cpu: &str, usable: usize, missing: Option
         ));
         for r in rows.iter().filter(|r| r.shape.word() == kind) {
             let (k, ik) = match r.kernel {
-                Some(k) => (format!("{k:.0}"), format!("{:.2}x", ratio(r.ipcns, k))),
+                Some(k) => (
+                    k.cell(0),
+                    format!("{:.2}x", ratio(r.ipcns.median, k.median)),
+                ),
                 None => ("-".to_string(), "-".to_string()),
             };
             s.push_str(&format!(
-                "{:<10} {:>14.0} {:>14} {:>8} {:>9.0}%\n",
+                "{:<10} {:>26} {:>26} {:>8} {:>9.0}%\n",
                 r.shape.n(),
-                r.ipcns,
+                r.ipcns.cell(0),
                 k,
                 ik,
-                100.0 * r.ipcns / alone(rows, r.shape)
+                100.0 * r.ipcns.median / alone(rows, r.shape)
             ));
         }
     }
@@ -525,14 +528,17 @@ fn to_json(
 ) -> String {
     let row = |r: &Row| {
         format!(
-            "{{\"shape\":\"{}\",\"n\":{},\"ipcns_per_s\":{},\"kernel_per_s\":{},\"ipcns_over_kernel\":{},\"ipcns_over_one\":{}}}",
+            "{{\"shape\":\"{}\",\"n\":{},{},{},\"ipcns_over_kernel\":{},\"ipcns_over_one\":{}}}",
             r.shape.word(),
             r.shape.n(),
-            json_num(r.ipcns),
-            r.kernel.map_or("null".to_string(), json_num),
-            r.kernel
-                .map_or("null".to_string(), |k| json_num(ratio(r.ipcns, k))),
-            json_num(r.ipcns / alone(rows, r.shape))
+            r.ipcns.json_fields("ipcns_per_s"),
+            r.kernel.map_or("\"kernel_per_s\":null".to_string(), |k| {
+                k.json_fields("kernel_per_s")
+            }),
+            r.kernel.map_or("null".to_string(), |k| {
+                json_num(ratio(r.ipcns.median, k.median))
+            }),
+            json_num(r.ipcns.median / alone(rows, r.shape))
         )
     };
     format!(

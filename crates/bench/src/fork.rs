@@ -26,7 +26,8 @@
 //! timed ones in chunks of CHUNK, the round's figure its median chunk's µs
 //! per cycle (as the other benchmarks take medians of chunks: a chunk
 //! during which another process had the cpu is an outlier). Figures: each
-//! side's median over the rounds and its spread ((max - min) / median),
+//! side's median over the rounds and its spread (the fastest and the
+//! slowest round; in the JSON also (max - min) / median),
 //! library / plain, library / plain of the rounds' means (every cycle
 //! counted, outliers included; in the JSON with every round's figures),
 //! and the empty object's share: empty / plain, and library / empty
@@ -440,6 +441,10 @@ impl Side {
     fn spread(&self) -> f64 {
         100.0 * ratio(self.max() - self.min(), self.median())
     }
+    /// `median (min-max)`, one decimal.
+    fn cell(&self) -> String {
+        format!("{:.1} ({:.1}-{:.1})", self.median(), self.min(), self.max())
+    }
 }
 
 /// A case's measurements.
@@ -568,19 +573,17 @@ fn table(
     line(format!(
         "ipcns bench fork: process life cycles of a C program, plain (the kernel's System V IPC), \
          under LD_PRELOAD of an empty object and under LD_PRELOAD={}; µs per cycle, medians of \
-         {ROUNDS} rounds (each its median chunk of {CHUNK} cycles), the three in turns",
+         {ROUNDS} rounds (fastest-slowest), each round its median chunk of {CHUNK} cycles, the three in turns",
         path.display()
     ));
     line(cpu_line(cpu, ncpus));
     line(String::new());
     line(format!(
-        "{:<32} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>7} {:>8} {:>7}",
+        "{:<32} {:>22} {:>22} {:>22} {:>7} {:>9} {:>7} {:>8} {:>7}",
         "µs per cycle",
         "plain",
-        "spread",
         "empty",
         "library",
-        "spread",
         "lib/pl",
         "means l/p",
         "emp/pl",
@@ -590,13 +593,11 @@ fn table(
     for (i, r) in rows.iter().enumerate() {
         let (cycles, _) = sizes.of(r.case);
         line(format!(
-            "{:<32} {:>8.1} {:>6.0}% {:>8.1} {:>8.1} {:>6.0}% {:>6.2}x {:>8.2}x {:>6.2}x {:>7.2}x {:>7}",
+            "{:<32} {:>22} {:>22} {:>22} {:>6.2}x {:>8.2}x {:>6.2}x {:>7.2}x {:>7}",
             format!("{}. {}", i + 1, r.case.name),
-            r.plain.median(),
-            r.plain.spread(),
-            r.empty.median(),
-            r.library.median(),
-            r.library.spread(),
+            r.plain.cell(),
+            r.empty.cell(),
+            r.library.cell(),
             r.ratio(),
             ratio(r.library.mean_median(), r.plain.mean_median()),
             ratio(r.empty.median(), r.plain.median()),
@@ -605,23 +606,16 @@ fn table(
         ));
     }
     line(format!(
-        "  (cycles: timed per round, after {} untimed ({} for exec); spread: (max - min) / median",
+        "  (cycles: timed per round, after {} untimed ({} for exec); means l/p: lib/pl of the rounds'",
         sizes.warm, sizes.exec_warm
     ));
-    line(
-        "   over the rounds; means l/p: lib/pl of the rounds' means, every cycle counted; exec runs"
-            .to_string(),
-    );
-    line(
-        "   a compiled `int main(void) { return 0; }` with the parent's environment; empty: an \
-         object of one int"
-            .to_string(),
-    );
-    line(
-        "   preloaded instead of the library, what preloading costs any library: emp/pl is that \
-         floor, lib/emp the library's own)"
-            .to_string(),
-    );
+    for l in [
+        "   means, every cycle counted; exec runs a compiled `int main(void) { return 0; }` with the",
+        "   parent's environment; empty: an object of one int preloaded instead of the library, what",
+        "   preloading costs any library: emp/pl is that floor, lib/emp the library's own)",
+    ] {
+        line(l.to_string());
+    }
     line(match checks(rows) {
         Ok(()) => "checks: after the cycles semval 1 (SEM_UNDO) and shm_nattch 1 on every side: ok"
             .to_string(),

@@ -7,7 +7,7 @@
 //! namespace with N extents, 1000 files.
 
 use super::progress::Progress;
-use super::stats::{json_num, median, ns_per_iter, ratio};
+use super::stats::{Spread, json_num, ns_per_iter, ratio};
 use super::sys::{align_next_loop, fstat_uid};
 use anyhow::{Context, bail};
 use ipcns_idmap::baseline::{KernelSortedMap, LinearMap};
@@ -48,15 +48,16 @@ fn probe(n: usize) -> (u32, u32) {
     (last * STRIDE + 1, LOWER_BASE + last * STRIDE + 1)
 }
 
+/// One row's ns per lookup (down, up): median and spread of the rounds.
 struct Row {
     n: usize,
-    ipcns: (f64, f64),
-    linear: (f64, f64),
-    bsearch: (f64, f64),
-    kernel: Option<f64>,
+    ipcns: (Spread, Spread),
+    linear: (Spread, Spread),
+    bsearch: (Spread, Spread),
+    kernel: Option<Spread>,
 }
 
-fn time_lookup(f: impl Fn(u32) -> Option<u32>, id: u32) -> f64 {
+fn time_lookup(f: impl Fn(u32) -> Option<u32>, id: u32) -> Spread {
     ns_per_iter(ROUNDS, ITERS, |iters| {
         let mut acc = 0u32;
         // Every row's loop starts on a 64-byte boundary (see sys.rs).
@@ -118,22 +119,22 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let goals = [
         (
             "ipcns at 340 extents <= 2x ipcns at 1 (down)",
-            ratio(r340.ipcns.0, r1.ipcns.0),
+            ratio(r340.ipcns.0.median, r1.ipcns.0.median),
             2.0,
         ),
         (
             "ipcns at 340 extents <= 2x ipcns at 1 (up)",
-            ratio(r340.ipcns.1, r1.ipcns.1),
+            ratio(r340.ipcns.1.median, r1.ipcns.1.median),
             2.0,
         ),
         (
             "ipcns at 340 <= 0.7x binary search at 340 (down)",
-            ratio(r340.ipcns.0, r340.bsearch.0),
+            ratio(r340.ipcns.0.median, r340.bsearch.0.median),
             0.7,
         ),
         (
             "ipcns at 340 <= 0.7x binary search at 340 (up)",
-            ratio(r340.ipcns.1, r340.bsearch.1),
+            ratio(r340.ipcns.1.median, r340.bsearch.1.median),
             0.7,
         ),
     ];
@@ -149,14 +150,14 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
 
 fn print_table(rows: &[Row], goals: &[(&str, f64, f64)], kernel_note: Option<&str>) {
     println!(
-        "ipcns bench idmap: ns per lookup, median of {ROUNDS} rounds; the id is in the last extent searched"
+        "ipcns bench idmap: ns per lookup, median of {ROUNDS} rounds (fastest-slowest); the id is in the last extent searched"
     );
     println!(
         "kernel: mean fstat of {FILES} cached files owned by that id, from inside a user namespace with N extents"
     );
     println!();
     println!(
-        "{:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>8} {:>9}",
+        "{:>7} | {:>19} {:>19} | {:>19} {:>19} | {:>19} {:>19} | {:>7} {:>7} | {:>19} {:>9}",
         "extents",
         "ipcns",
         "",
@@ -170,27 +171,27 @@ fn print_table(rows: &[Row], goals: &[(&str, f64, f64)], kernel_note: Option<&st
         "kernel/N0"
     );
     println!(
-        "{:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>8} {:>9}",
+        "{:>7} | {:>19} {:>19} | {:>19} {:>19} | {:>19} {:>19} | {:>7} {:>7} | {:>19} {:>9}",
         "", "down", "up", "down", "up", "down", "up", "down", "up", "fstat", ""
     );
     let k0 = rows.first().and_then(|r| r.kernel);
     for r in rows {
-        let k = r.kernel.map_or("-".to_string(), |k| format!("{k:.1}"));
+        let k = r.kernel.map_or("-".to_string(), |k| k.cell(1));
         let kr = match (r.kernel, k0) {
-            (Some(k), Some(k0)) => format!("{:.2}x", k / k0),
+            (Some(k), Some(k0)) => format!("{:.2}x", k.median / k0.median),
             _ => "-".to_string(),
         };
         println!(
-            "{:>7} | {:>7.2} {:>7.2} | {:>7.2} {:>7.2} | {:>7.2} {:>7.2} | {:>6.2}x {:>6.2}x | {:>8} {:>9}",
+            "{:>7} | {:>19} {:>19} | {:>19} {:>19} | {:>19} {:>19} | {:>6.2}x {:>6.2}x | {:>19} {:>9}",
             r.n,
-            r.ipcns.0,
-            r.ipcns.1,
-            r.linear.0,
-            r.linear.1,
-            r.bsearch.0,
-            r.bsearch.1,
-            ratio(r.ipcns.0, r.bsearch.0),
-            ratio(r.ipcns.1, r.bsearch.1),
+            r.ipcns.0.cell(2),
+            r.ipcns.1.cell(2),
+            r.linear.0.cell(2),
+            r.linear.1.cell(2),
+            r.bsearch.0.cell(2),
+            r.bsearch.1.cell(2),
+            ratio(r.ipcns.0.median, r.bsearch.0.median),
+            ratio(r.ipcns.1.median, r.bsearch.1.median),
             k,
             kr
         );
@@ -214,15 +215,17 @@ fn print_json(rows: &[Row], goals: &[(&str, f64, f64)], kernel_note: Option<&str
             s.push(',');
         }
         s.push_str(&format!(
-            "{{\"extents\":{},\"ipcns_down\":{},\"ipcns_up\":{},\"linear_down\":{},\"linear_up\":{},\"bsearch_down\":{},\"bsearch_up\":{},\"kernel_fstat\":{}}}",
+            "{{\"extents\":{},{},{},{},{},{},{},{}}}",
             r.n,
-            json_num(r.ipcns.0),
-            json_num(r.ipcns.1),
-            json_num(r.linear.0),
-            json_num(r.linear.1),
-            json_num(r.bsearch.0),
-            json_num(r.bsearch.1),
-            r.kernel.map_or("null".to_string(), json_num)
+            r.ipcns.0.json_fields("ipcns_down"),
+            r.ipcns.1.json_fields("ipcns_up"),
+            r.linear.0.json_fields("linear_down"),
+            r.linear.1.json_fields("linear_up"),
+            r.bsearch.0.json_fields("bsearch_down"),
+            r.bsearch.1.json_fields("bsearch_up"),
+            r.kernel.map_or("\"kernel_fstat\":null".to_string(), |k| {
+                k.json_fields("kernel_fstat")
+            })
         ));
     }
     s.push_str("],\"goals\":[");
@@ -258,8 +261,9 @@ impl KernelBench {
         Ok(KernelBench { dir })
     }
 
-    /// Median over rounds of the mean ns per fstat, inside a namespace with `map`.
-    fn measure(&self, map: &IdMap, kuid: u32) -> anyhow::Result<f64> {
+    /// Median and spread over rounds of the mean ns per fstat, inside a
+    /// namespace with `map`.
+    fn measure(&self, map: &IdMap, kuid: u32) -> anyhow::Result<Spread> {
         // Files owned by the probe id (uid and gid), readable by anyone.
         for i in 0..FILES {
             let p = self.dir.join(i.to_string());
@@ -286,11 +290,16 @@ impl KernelBench {
             writeln!(stdin, "go")?;
             let mut line = String::new();
             BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
-            let ns: f64 = line
-                .trim()
-                .parse()
-                .with_context(|| format!("child said {line:?}"))?;
-            anyhow::Ok(ns)
+            let said = || format!("child said {line:?}");
+            let v: Vec<f64> = line
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .with_context(said)?;
+            let [median, min, max] = v[..] else {
+                bail!("{}", said());
+            };
+            anyhow::Ok(Spread { min, median, max })
         })();
         let _ = child.kill();
         let _ = child.wait();
@@ -305,7 +314,7 @@ impl Drop for KernelBench {
 }
 
 /// The child half: open the files, wait for the maps, time fstat on each,
-/// print the median ns per call.
+/// print the median ns per call and the fastest and slowest pass.
 pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
     let [dir] = args else {
         bail!("usage: ipcns bench {KERNEL_CHILD} DIR");
@@ -325,6 +334,7 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
         black_box(acc);
         samples.push(t.elapsed().as_nanos() as f64 / FILES as f64);
     }
-    println!("{:.3}", median(&mut samples));
+    let s = Spread::of(&mut samples);
+    println!("{:.3} {:.3} {:.3}", s.median, s.min, s.max);
     Ok(())
 }

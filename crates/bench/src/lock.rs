@@ -17,7 +17,7 @@
 //! the numbers then mean nothing).
 
 use super::progress::{self, Progress};
-use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ns_per_iter, ratio};
+use super::stats::{Goal, Spread, cpu_model, goal, json_num, json_str, ns_per_iter, ratio};
 use super::sys::{PthreadMutex, SharedPage, align_next_loop, allowed_cpus, fork, set_cpus};
 use anyhow::{Context, ensure};
 use ipcns::lockbench::BenchLock;
@@ -70,20 +70,20 @@ impl Sizes {
     }
 }
 
-/// ns per lock+unlock pair.
+/// ns per lock+unlock pair: median and spread of the rounds.
 struct Uncontended {
-    ipcns: f64,
-    robust: f64,
-    plain: f64,
+    ipcns: Spread,
+    robust: Spread,
+    plain: Spread,
 }
 
 /// Two parties: ns per acquisition, and how many acquisitions in 1000
-/// passed the lock to the other party.
+/// passed the lock to the other party; median and spread of the rounds.
 struct Contended {
-    ipcns: f64,
-    robust: f64,
-    ipcns_handoffs: f64,
-    robust_handoffs: f64,
+    ipcns: Spread,
+    robust: Spread,
+    ipcns_handoffs: Spread,
+    robust_handoffs: Spread,
 }
 
 /// `n` empty critical sections, in a loop that starts on a 64-byte
@@ -304,9 +304,10 @@ fn processes_round<L: Section>(
     round_result(&page, what).map(Some)
 }
 
-/// Medians of the rounds of both locks.
+/// Medians and spreads of the rounds of both locks.
 fn medians(ipcns: &[Round], robust: &[Round]) -> Contended {
-    let m = |v: &[Round], f: fn(&Round) -> f64| median(&mut v.iter().map(f).collect::<Vec<_>>());
+    let m =
+        |v: &[Round], f: fn(&Round) -> f64| Spread::of(&mut v.iter().map(f).collect::<Vec<_>>());
     Contended {
         ipcns: m(ipcns, |r| r.ns),
         robust: m(robust, |r| r.ns),
@@ -382,8 +383,8 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let t = contended_threads(&sizes, &place, &mut progress)?;
     progress.clear();
 
-    let x = ratio(u.ipcns, u.robust);
-    let y = ratio(t.ipcns, t.robust);
+    let x = ratio(u.ipcns.median, u.robust.median);
+    let y = ratio(t.ipcns.median, t.robust.median);
     let goals = [
         goal(
             "uncontended lock+unlock <= 1.0x glibc's robust mutex",
@@ -421,12 +422,12 @@ fn table(
         s.push('\n');
     };
     line(format!(
-        "ipcns bench lock: ipcns's arena lock beside glibc's pthread mutexes, medians of {ROUNDS} rounds"
+        "ipcns bench lock: ipcns's arena lock beside glibc's pthread mutexes, medians of {ROUNDS} rounds (fastest-slowest)"
     ));
     line(super::stats::cpu_line(cpu, place.allowed.len()));
     line(String::new());
     line(format!(
-        "{:<52} {:>9} {:>14}",
+        "{:<52} {:>19} {:>14}",
         "uncontended lock+unlock, one thread", "ns/pair", "x glibc robust"
     ));
     for (name, v) in [
@@ -435,14 +436,15 @@ fn table(
         ("glibc plain private mutex (reference)", u.plain),
     ] {
         line(format!(
-            "  {name:<50} {v:>9.2} {:>13.2}x",
-            ratio(v, u.robust)
+            "  {name:<50} {:>19} {:>13.2}x",
+            v.cell(2),
+            ratio(v.median, u.robust.median)
         ));
     }
     line(format!("  ({} pairs per round)", sizes.pairs));
     line(String::new());
     line(format!(
-        "{:<24} {:>9} {:>13} {:>12} {:>21} {:>6} {:>8}",
+        "{:<24} {:>21} {:>21} {:>12} {:>21} {:>19} {:>8}",
         "contended, 2 parties",
         "ipcns",
         "glibc robust",
@@ -453,12 +455,12 @@ fn table(
     ));
     let row = |name: &str, c: &Contended| {
         format!(
-            "  {name:<22} {:>9.2} {:>13.2} {:>11.2}x {:>21.1} {:>6.1} {:>8}",
-            c.ipcns,
-            c.robust,
-            ratio(c.ipcns, c.robust),
-            c.ipcns_handoffs,
-            c.robust_handoffs,
+            "  {name:<22} {:>21} {:>21} {:>11.2}x {:>21} {:>19} {:>8}",
+            c.ipcns.cell(2),
+            c.robust.cell(2),
+            ratio(c.ipcns.median, c.robust.median),
+            c.ipcns_handoffs.cell(1),
+            c.robust_handoffs.cell(1),
             "exact"
         )
     };
@@ -502,27 +504,27 @@ fn to_json(
 ) -> String {
     let contended = |c: &Contended| {
         format!(
-            "{{\"ipcns_ns\":{},\"glibc_robust_ns\":{},\"ipcns_over_glibc_robust\":{},\
-\"ipcns_handoffs_per_1000\":{},\"glibc_robust_handoffs_per_1000\":{},\"counter_exact\":true}}",
-            json_num(c.ipcns),
-            json_num(c.robust),
-            json_num(ratio(c.ipcns, c.robust)),
-            json_num(c.ipcns_handoffs),
-            json_num(c.robust_handoffs)
+            "{{{},{},\"ipcns_over_glibc_robust\":{},{},{},\"counter_exact\":true}}",
+            c.ipcns.json_fields("ipcns_ns"),
+            c.robust.json_fields("glibc_robust_ns"),
+            json_num(ratio(c.ipcns.median, c.robust.median)),
+            c.ipcns_handoffs.json_fields("ipcns_handoffs_per_1000"),
+            c.robust_handoffs
+                .json_fields("glibc_robust_handoffs_per_1000")
         )
     };
     let goals: Vec<String> = goals.iter().map(Goal::json).collect();
     format!(
         "{{\"bench\":\"lock\",\"cpu\":{},\"rounds\":{ROUNDS},\"pairs_per_round\":{},\"acquisitions_per_party\":{},\
-\"uncontended_ns\":{{\"ipcns\":{},\"glibc_robust\":{},\"glibc_plain\":{}}},\"uncontended_ipcns_over_glibc_robust\":{},\
+\"uncontended_ns\":{{{},{},{}}},\"uncontended_ipcns_over_glibc_robust\":{},\
 \"contended\":{{\"cpus_bound\":{},\"threads\":{},\"processes\":{}}},\"goals\":[{}]}}\n",
         json_str(cpu),
         sizes.pairs,
         sizes.per_party,
-        json_num(u.ipcns),
-        json_num(u.robust),
-        json_num(u.plain),
-        json_num(ratio(u.ipcns, u.robust)),
+        u.ipcns.json_fields("ipcns"),
+        u.robust.json_fields("glibc_robust"),
+        u.plain.json_fields("glibc_plain"),
+        json_num(ratio(u.ipcns.median, u.robust.median)),
         place.json(),
         contended(t),
         p.map_or_else(|| "null".to_string(), contended),

@@ -558,6 +558,7 @@ fn charts(ours: &Side, kernel: Option<&Side>) -> Vec<Chart> {
             x_label: "message size, bytes".to_string(),
             x_log: true,
             y_label: "ns per msgsnd+msgrcv pair (median)".to_string(),
+            y_log: false,
             series: sizes,
         },
         Chart {
@@ -565,6 +566,7 @@ fn charts(ours: &Side, kernel: Option<&Side>) -> Vec<Chart> {
             x_label: "round".to_string(),
             x_log: false,
             y_label: "ns per round trip".to_string(),
+            y_log: false,
             series: rounds,
         },
     ]

@@ -21,6 +21,9 @@ pub struct Chart {
     /// Whether the x axis is logarithmic (key counts, id slots).
     pub x_log: bool,
     pub y_label: String,
+    /// Whether the y axis is logarithmic (figures that differ a
+    /// hundredfold, such as semget's first creation and the others).
+    pub y_log: bool,
     pub series: Vec<Series>,
 }
 
@@ -80,31 +83,47 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(64);
-    if c.x_log {
-        let mut ch = b
-            .build_cartesian_2d((x0..x1).log_scale(), y)
-            .map_err(|e| anyhow!("{e}"))?;
-        ch.configure_mesh()
-            .x_desc(&c.x_label)
-            .y_desc(&c.y_label)
-            .x_label_formatter(&|v| short(*v))
-            .y_label_formatter(&|v| short(*v))
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        lines(&mut ch, c)
-    } else {
-        let mut ch = b
-            .build_cartesian_2d(x0..x1, y)
-            .map_err(|e| anyhow!("{e}"))?;
-        ch.configure_mesh()
-            .x_desc(&c.x_label)
-            .y_desc(&c.y_label)
-            .x_label_formatter(&|v| short(*v))
-            .y_label_formatter(&|v| short(*v))
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        lines(&mut ch, c)
+    let y_label = |v: &f64| if c.y_log { significant(*v) } else { short(*v) };
+    macro_rules! plot {
+        ($x:expr, $y:expr) => {{
+            let mut ch = b.build_cartesian_2d($x, $y).map_err(|e| anyhow!("{e}"))?;
+            ch.configure_mesh()
+                .x_desc(&c.x_label)
+                .y_desc(&c.y_label)
+                .x_label_formatter(&|v| short(*v))
+                .y_label_formatter(&y_label)
+                .draw()
+                .map_err(|e| anyhow!("{e}"))?;
+            lines(&mut ch, c)
+        }};
     }
+    let xs = x0..x1;
+    match (c.x_log, c.y_log) {
+        (true, true) => plot!(xs.log_scale(), log_range(c).log_scale()),
+        (true, false) => plot!(xs.log_scale(), y),
+        (false, true) => plot!(xs, log_range(c).log_scale()),
+        (false, false) => plot!(xs, y),
+    }
+}
+
+/// A logarithmic y axis's range: from just below the power of ten under
+/// the smallest positive figure (so that at least one labelled power of
+/// ten is on the axis) to a quarter above the largest.
+fn log_range(c: &Chart) -> std::ops::Range<f64> {
+    let ys = || {
+        c.series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|y| y.is_finite() && *y > 0.0)
+    };
+    let (lo, hi) = ys().fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    if lo > hi {
+        return 0.95..10.0;
+    }
+    // 0.95 of the power: plotters labels the powers at or above the
+    // start, and 10^k computed from its logarithm may land just above it.
+    let floor = 10f64.powf(lo.log10().floor()) * 0.95;
+    floor..(hi * 1.25).max(floor * 10.0)
 }
 
 /// Each series as a line with a dot per point, and the legend.
@@ -146,6 +165,24 @@ fn short(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{v:.1}")
+    }
+}
+
+/// A logarithmic axis's label: three significant digits at most, no
+/// trailing zeros (`100`, `2000`, `0.5`): plotters computes the powers of
+/// ten as `99.99999...` or `1000.0000001`.
+fn significant(v: f64) -> String {
+    if v <= 0.0 || !v.is_finite() {
+        return short(v);
+    }
+    let digits = 2 - v.log10().floor() as i32;
+    let scale = 10f64.powi(digits);
+    let r = (v * scale).round() / scale;
+    if digits <= 0 {
+        format!("{r:.0}")
+    } else {
+        let t = format!("{r:.prec$}", prec = digits as usize);
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -205,7 +242,7 @@ fn cannot_write(path: &Path, e: &std::io::Error) -> anyhow::Error {
 
 #[cfg(test)]
 mod tests {
-    use super::{Chart, Series, svg};
+    use super::{Chart, Series, significant, svg};
 
     /// Whether `svg` has a `<text>` element saying `t` (plotters writes
     /// the text on a line of its own).
@@ -219,6 +256,7 @@ mod tests {
             x_label: "keys".into(),
             x_log,
             y_label: "ns per call".into(),
+            y_log: false,
             series: vec![
                 Series {
                     name: "ipcns".into(),
@@ -241,6 +279,36 @@ mod tests {
         assert!(says(&s, "ipcns") && says(&s, "kernel"), "{s}");
         assert!(says(&s, "keys") && says(&s, "ns per call"), "{s}");
         assert!(s.contains("<polyline"), "{s}");
+    }
+
+    #[test]
+    fn a_logarithmic_y_axis_labels_its_powers_of_ten_plainly() {
+        let mut c = chart(true);
+        c.y_log = true;
+        c.series[1].points[0].1 = 43000.0;
+        let s = svg(&[c]).unwrap();
+        assert!(says(&s, "ipcns") && says(&s, "kernel"), "{s}");
+        assert!(says(&s, "semget lookup"), "{s}");
+        for t in ["10", "100", "1000", "10000"] {
+            assert!(says(&s, t), "no label {t} in {s}");
+        }
+        assert!(!s.contains("99.9") && !s.contains("000.0"), "{s}");
+        // Points within a decade still get a labelled power of ten.
+        let mut narrow = chart(false);
+        narrow.y_log = true;
+        narrow.series[0].points = vec![(1.0, 150.0), (2.0, 900.0)];
+        narrow.series[1].points.clear();
+        assert!(says(&svg(&[narrow]).unwrap(), "100"));
+    }
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(significant(99.99999999), "100");
+        assert_eq!(significant(1000.0000001), "1000");
+        assert_eq!(significant(43210.0), "43200");
+        assert_eq!(significant(0.5), "0.5");
+        assert_eq!(significant(2.5), "2.5");
+        assert_eq!(significant(20.0), "20");
     }
 
     #[test]

@@ -27,7 +27,8 @@
 //!
 //! Core and library take turns in chunks of calls (so a slow spell of the
 //! shared machine falls on both), each side's figure the median of its
-//! chunks; ROUNDS x CHUNKS chunks per row. Goals: the library
+//! chunks; ROUNDS x CHUNKS chunks per row. Beside it the fastest and the
+//! slowest round (a round's figure: the median of its CHUNKS chunks). Goals: the library
 //! 10x (semop), 5x (messages), 3x (ping-pong) and 10x (semget) faster than
 //! the kernel; and at most 5 ns more per call than the core.
 //! `IPCNS_BENCH_QUICK=1` runs a thousandth of it (the numbers then mean
@@ -37,7 +38,9 @@ use super::TempNs;
 use super::capi::{CApi, Lib, Libc, MsgBuf, unshare_user_ipc};
 use super::lock::Placement;
 use super::progress::Progress;
-use super::stats::{cpu_line, cpu_model, json_num, json_str, median, quick, ratio, verdict};
+use super::stats::{
+    Spread, cpu_line, cpu_model, json_num, json_str, median, quick, ratio, verdict,
+};
 use super::sys::{allowed_cpus, fork, set_cpus};
 use anyhow::{Context, bail, ensure};
 use ipcns::abi::{IPC_CREAT, IPC_RMID, sembuf};
@@ -257,15 +260,15 @@ fn ping_pong(a: &impl CApi, o: &Objects, place: &Placement, sizes: Sizes) -> any
     Ok(ns)
 }
 
-/// One side's medians.
-#[derive(Clone, Copy, Default)]
+/// One side's figures: medians and the spread of the rounds.
+#[derive(Clone, Copy)]
 struct Side {
-    noop: f64,
-    noop_heap: f64,
-    pair: f64,
-    pair_heap: f64,
-    lookup: f64,
-    ping_pong: f64,
+    noop: Spread,
+    noop_heap: Spread,
+    pair: Spread,
+    pair_heap: Spread,
+    lookup: Spread,
+    ping_pong: Spread,
 }
 
 /// Turns per round: each row's calls are made in this many chunks (5000
@@ -278,12 +281,14 @@ const CHUNKS: u64 = 200;
 /// taking turns chunk by chunk (which one goes first alternating), after a
 /// warm-up chunk each. Each side's figure is the median of its chunks': a
 /// chunk during which another process had the cpu (the machine is shared)
-/// is an outlier, not a share of the mean.
+/// is an outlier, not a share of the mean. Its min and max are the fastest
+/// and the slowest round's figure, a round's the median of its CHUNKS
+/// chunks (the median of all lies between them).
 fn chunked(
     n: u64,
     sides: usize,
     mut run: impl FnMut(usize, u64) -> anyhow::Result<f64>,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Vec<Spread>> {
     let chunk = (n / CHUNKS).max(1);
     let mut per = vec![Vec::with_capacity(ROUNDS * CHUNKS as usize); sides];
     for side in 0..sides {
@@ -295,17 +300,28 @@ fn chunked(
             per[side].push(run(side, chunk)?);
         }
     }
-    Ok(per.iter_mut().map(|v| median(v)).collect())
+    Ok(per
+        .iter_mut()
+        .map(|v| {
+            // Chunk k of a side is in round k / CHUNKS.
+            let mut rounds: Vec<f64> = v.chunks_mut(CHUNKS as usize).map(median).collect();
+            let rounds = Spread::of(&mut rounds);
+            Spread {
+                median: median(v),
+                ..rounds
+            }
+        })
+        .collect())
 }
 
-/// Ping-pong rounds; the median.
-fn ping_pong_rounds(a: &impl CApi, o: &Objects, sizes: Sizes) -> anyhow::Result<f64> {
+/// Ping-pong rounds; their median and spread.
+fn ping_pong_rounds(a: &impl CApi, o: &Objects, sizes: Sizes) -> anyhow::Result<Spread> {
     let place = Placement::new()?;
     let mut v = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         v.push(ping_pong(a, o, &place, sizes)?);
     }
-    Ok(median(&mut v))
+    Ok(Spread::of(&mut v))
 }
 
 /// Where the library is: `$IPCNS_PRELOAD_LIB`, else beside this program.
@@ -381,16 +397,21 @@ pub fn kernel_child(args: &[String]) -> anyhow::Result<()> {
         };
         Ok::<Side, anyhow::Error>(Side {
             noop: one(&|c| noop(&Libc, &o, c, false), sizes.ops)?,
-            noop_heap: f64::NAN,
+            noop_heap: Spread::NONE,
             pair: one(&|c| pairs(&Libc, &o, c, false), sizes.pairs)?,
-            pair_heap: f64::NAN,
+            pair_heap: Spread::NONE,
             lookup: one(&|c| lookups(&Libc, &o, c), sizes.ops)?,
             ping_pong: ping_pong_rounds(&Libc, &o, sizes)?,
         })
     })();
     o.remove(&Libc);
     let s = r?;
-    println!("{place} {} {} {} {}", s.noop, s.pair, s.lookup, s.ping_pong);
+    // Each figure as median, min, max.
+    let mut line = place.to_string();
+    for f in [s.noop, s.pair, s.lookup, s.ping_pong] {
+        line.push_str(&format!(" {} {} {}", f.median, f.min, f.max));
+    }
+    println!("{line}");
     Ok(())
 }
 
@@ -413,9 +434,16 @@ fn kernel_side() -> anyhow::Result<(Side, &'static str)> {
         _ => bail!("kernel child said {text:?}"),
     };
     let v: Vec<f64> = w.filter_map(|x| x.parse().ok()).collect();
-    let [noop, pair, lookup, ping_pong] = v[..] else {
-        bail!("kernel child said {text:?}");
-    };
+    ensure!(v.len() == 12, "kernel child said {text:?}");
+    let f: Vec<Spread> = v
+        .chunks_exact(3)
+        .map(|m| Spread {
+            median: m[0],
+            min: m[1],
+            max: m[2],
+        })
+        .collect();
+    let [noop, pair, lookup, ping_pong] = [f[0], f[1], f[2], f[3]];
     Ok((
         Side {
             noop,
@@ -543,11 +571,11 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     };
     let core_m = Side {
         noop: noop_c,
-        noop_heap: f64::NAN,
+        noop_heap: Spread::NONE,
         pair: pair_c,
-        pair_heap: f64::NAN,
+        pair_heap: Spread::NONE,
         lookup: look_c,
-        ping_pong: f64::NAN,
+        ping_pong: Spread::NONE,
     };
     lib_objs.remove(&lib);
     core_objs.remove(&core);
@@ -561,59 +589,59 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let goals = vec![
         speedup(
             "no-op semop through libipcns.so >= 10x faster than the kernel",
-            ks.map(|k| k.noop),
-            ours.noop,
+            ks.map(|k| k.noop.median),
+            ours.noop.median,
             10.0,
         ),
         speedup(
             "msgsnd+msgrcv (8 bytes) through libipcns.so >= 10x faster than the kernel",
-            ks.map(|k| k.pair),
-            ours.pair,
+            ks.map(|k| k.pair.median),
+            ours.pair.median,
             10.0,
         ),
         speedup(
             "no-op semop, sembuf on the heap, >= 10x faster than the kernel",
-            ks.map(|k| k.noop_heap),
-            ours.noop_heap,
+            ks.map(|k| k.noop_heap.median),
+            ours.noop_heap.median,
             10.0,
         ),
         speedup(
             "msgsnd+msgrcv (8 bytes) on the heap >= 10x faster than the kernel",
-            ks.map(|k| k.pair_heap),
-            ours.pair_heap,
+            ks.map(|k| k.pair_heap.median),
+            ours.pair_heap.median,
             10.0,
         ),
         speedup(
             "semaphore ping-pong through libipcns.so >= 3x faster than the kernel",
-            ks.map(|k| k.ping_pong),
-            ours.ping_pong,
+            ks.map(|k| k.ping_pong.median),
+            ours.ping_pong.median,
             3.0,
         ),
         speedup(
             "semget lookup through libipcns.so >= 10x faster than the kernel",
-            ks.map(|k| k.lookup),
-            ours.lookup,
+            ks.map(|k| k.lookup.median),
+            ours.lookup.median,
             10.0,
         ),
         overhead(
             "libipcns.so adds <= 5 ns per semop over the core",
-            ours.noop - core_m.noop,
+            ours.noop.median - core_m.noop.median,
         ),
         overhead(
             "libipcns.so adds <= 5 ns per msgsnd or msgrcv over the core",
-            (ours.pair - core_m.pair) / 2.0,
+            (ours.pair.median - core_m.pair.median) / 2.0,
         ),
         overhead(
             "libipcns.so adds <= 5 ns per semget over the core",
-            ours.lookup - core_m.lookup,
+            ours.lookup.median - core_m.lookup.median,
         ),
         overhead(
             "a sembuf on the heap costs <= 5 ns more than on the stack",
-            ours.noop_heap - ours.noop,
+            ours.noop_heap.median - ours.noop.median,
         ),
         overhead(
             "a message on the heap costs <= 5 ns per call more than on the stack",
-            (ours.pair_heap - ours.pair) / 2.0,
+            (ours.pair_heap.median - ours.pair.median) / 2.0,
         ),
     ];
     let text = if opts.json {
@@ -665,7 +693,7 @@ fn table(
         s.push('\n');
     };
     line(format!(
-        "ipcns bench preload: System V IPC through {} (dlopen, function pointers), beside the core called directly and the kernel through the C library; medians of {ROUNDS} rounds",
+        "ipcns bench preload: System V IPC through {} (dlopen, function pointers), beside the core called directly and the kernel through the C library; medians of {ROUNDS} rounds (fastest-slowest)",
         path.display()
     ));
     line(cpu_line(cpu, ncpus));
@@ -676,25 +704,28 @@ fn table(
     }
     line(String::new());
     line(format!(
-        "{:<40} {:>9} {:>9} {:>10} {:>8} {:>10}",
+        "{:<40} {:>22} {:>22} {:>22} {:>8} {:>10}",
         "ns per call", "library", "core", "kernel", "k/lib", "lib-core"
     ));
-    let num = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.1}")
+    // One decimal below 1000 ns, none above (a round trip's).
+    let num = |x: Spread| {
+        if x.median.is_finite() {
+            x.cell(if x.median >= 1000.0 { 0 } else { 1 })
         } else {
             "-".to_string()
         }
     };
-    let mut row = |name: &str, l: f64, c: f64, k: Option<f64>| {
-        let kr = k.map_or("-".to_string(), |k| format!("{:.1}x", ratio(k, l)));
-        let d = if c.is_finite() {
-            format!("{:+.1}", l - c)
+    let mut row = |name: &str, l: Spread, c: Spread, k: Option<Spread>| {
+        let kr = k.map_or("-".to_string(), |k| {
+            format!("{:.1}x", ratio(k.median, l.median))
+        });
+        let d = if c.median.is_finite() {
+            format!("{:+.1}", l.median - c.median)
         } else {
             "-".to_string()
         };
         line(format!(
-            "{name:<40} {:>9} {:>9} {:>10} {kr:>8} {d:>10}",
+            "{name:<40} {:>22} {:>22} {:>22} {kr:>8} {d:>10}",
             num(l),
             num(c),
             k.map_or("-".to_string(), num)
@@ -709,7 +740,7 @@ fn table(
     row(
         "no-op semop (sembuf on the heap)",
         lib.noop_heap,
-        f64::NAN,
+        Spread::NONE,
         kernel.map(|k| k.noop_heap),
     );
     row(
@@ -721,7 +752,7 @@ fn table(
     row(
         "msgsnd+msgrcv 8 B, per pair (heap)",
         lib.pair_heap,
-        f64::NAN,
+        Spread::NONE,
         kernel.map(|k| k.pair_heap),
     );
     row(
@@ -733,7 +764,7 @@ fn table(
     row(
         "semaphore ping-pong, per round trip",
         lib.ping_pong,
-        f64::NAN,
+        Spread::NONE,
         kernel.map(|k| k.ping_pong),
     );
     line(format!(
@@ -765,13 +796,13 @@ fn to_json(
 ) -> String {
     let side = |s: &Side| {
         format!(
-            "{{\"noop_semop\":{},\"noop_semop_heap\":{},\"msg_pair\":{},\"msg_pair_heap\":{},\"semget_lookup\":{},\"ping_pong\":{}}}",
-            json_num(s.noop),
-            json_num(s.noop_heap),
-            json_num(s.pair),
-            json_num(s.pair_heap),
-            json_num(s.lookup),
-            json_num(s.ping_pong)
+            "{{{},{},{},{},{},{}}}",
+            s.noop.json_fields("noop_semop"),
+            s.noop_heap.json_fields("noop_semop_heap"),
+            s.pair.json_fields("msg_pair"),
+            s.pair_heap.json_fields("msg_pair_heap"),
+            s.lookup.json_fields("semget_lookup"),
+            s.ping_pong.json_fields("ping_pong")
         )
     };
     format!(

@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 
 use super::progress::Progress;
-use super::stats::{Goal, goal, json_num, median, ns_per_iter, ratio};
+use super::stats::{Goal, Spread, goal, json_num, ns_per_iter, ratio};
 use super::sys::align_next_loop;
 use ipcns_rseq::{PerCpu, PerCpuCounter};
 use std::hint::black_box;
@@ -33,26 +33,29 @@ const THREAD_ROUNDS: usize = 5;
 /// Calls between two checks of the stop flag in the thread table.
 const CHUNK: u64 = 1024;
 
+/// ns per increment: median and spread of the rounds.
 struct Single {
-    getcpu_atomic: f64,
-    rseq_cpu_atomic: f64,
-    rseq_section: f64,
-    plain: f64,
+    getcpu_atomic: Spread,
+    rseq_cpu_atomic: Spread,
+    rseq_section: Spread,
+    plain: Spread,
 }
 
+/// ns per read: median and spread of the rounds.
 struct CpuRead {
-    rseq: f64,
-    rseq_lookup: f64,
-    sched_getcpu: f64,
-    syscall: f64,
-    empty: f64,
+    rseq: Spread,
+    rseq_lookup: Spread,
+    sched_getcpu: Spread,
+    syscall: Spread,
+    empty: Spread,
 }
 
+/// ns per operation per thread: median and spread of the rounds.
 struct Threads {
     n: usize,
-    shared: f64,
-    percpu_atomic: f64,
-    rseq: f64,
+    shared: Spread,
+    percpu_atomic: Spread,
+    rseq: Spread,
 }
 
 fn single() -> Single {
@@ -176,7 +179,7 @@ struct Span {
 /// start-up is in it, and the run is long enough for the scheduler to have
 /// spread the threads over the cpus. Returns the median and the operations
 /// made, first uses included.
-fn threaded<T: Sync>(n: usize, data: &T, op: impl Fn(&T) + Send + Sync + Copy) -> (f64, u64) {
+fn threaded<T: Sync>(n: usize, data: &T, op: impl Fn(&T) + Send + Sync + Copy) -> (Spread, u64) {
     let mut samples = Vec::with_capacity(THREAD_ROUNDS);
     let mut total = 0;
     for _ in 0..THREAD_ROUNDS {
@@ -209,7 +212,7 @@ fn threaded<T: Sync>(n: usize, data: &T, op: impl Fn(&T) + Send + Sync + Copy) -
         let per_thread = ops as f64 / n as f64;
         samples.push((last - first).as_nanos() as f64 / per_thread);
     }
-    (median(&mut samples), total)
+    (Spread::of(&mut samples), total)
 }
 
 fn threads(n: usize) -> anyhow::Result<Threads> {
@@ -262,24 +265,24 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
     let mut goals = vec![
         goal(
             "rseq increment >= 7x faster than sched_getcpu+atomic",
-            ratio(s.getcpu_atomic, s.rseq_section),
-            ratio(s.getcpu_atomic, s.rseq_section) >= 7.0,
+            ratio(s.getcpu_atomic.median, s.rseq_section.median),
+            ratio(s.getcpu_atomic.median, s.rseq_section.median) >= 7.0,
         ),
         goal(
             "rseq increment <= 3x the plain increment",
-            ratio(s.rseq_section, s.plain),
-            ratio(s.rseq_section, s.plain) <= 3.0,
+            ratio(s.rseq_section.median, s.plain.median),
+            ratio(s.rseq_section.median, s.plain.median) <= 3.0,
         ),
     ];
     for th in &t {
-        let x = ratio(th.shared, th.rseq);
+        let x = ratio(th.shared.median, th.rseq.median);
         let text = format!(
             "{} threads: rseq per-cpu >= 10x faster than one shared atomic",
             th.n
         );
         goals.push(goal(&text, x, x >= 10.0));
     }
-    let x = ratio(r.rseq, r.empty);
+    let x = ratio(r.rseq.median, r.empty.median);
     goals.push(goal(
         "reading the cpu number from rseq <= 2x the empty loop",
         x,
@@ -297,7 +300,7 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
 
 fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], goals: &[Goal]) {
     println!(
-        "ipcns bench rseq: mode {} (registered {} bytes, kernel feature size {}), {} possible cpus, medians of {ROUNDS} rounds",
+        "ipcns bench rseq: mode {} (registered {} bytes, kernel feature size {}), {} possible cpus, medians of {ROUNDS} rounds (fastest-slowest)",
         info.mode,
         info.registered_size,
         info.feature_size,
@@ -305,7 +308,7 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
     );
     println!();
     println!(
-        "{:<48} {:>9} {:>14}",
+        "{:<48} {:>19} {:>14}",
         "per-cpu counter increment, single thread", "ns/op", "speedup (rseq)"
     );
     for (name, v) in [
@@ -314,11 +317,15 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
         ("rseq critical section (ipcns)", s.rseq_section),
         ("plain non-atomic increment (floor)", s.plain),
     ] {
-        println!("  {name:<46} {v:>9.2} {:>13.1}x", ratio(v, s.rseq_section));
+        println!(
+            "  {name:<46} {:>19} {:>13.1}x",
+            v.cell(2),
+            ratio(v.median, s.rseq_section.median)
+        );
     }
     println!();
     println!(
-        "{:<48} {:>9} {:>14}",
+        "{:<48} {:>19} {:>14}",
         "reading the cpu number", "ns/op", "x empty loop"
     );
     for (name, v) in [
@@ -331,21 +338,25 @@ fn print_table(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], 
         ("getcpu system call", r.syscall),
         ("empty loop", r.empty),
     ] {
-        println!("  {name:<46} {v:>9.2} {:>13.1}x", ratio(v, r.empty));
+        println!(
+            "  {name:<46} {:>19} {:>13.1}x",
+            v.cell(2),
+            ratio(v.median, r.empty.median)
+        );
     }
     println!();
     println!(
-        "{:<10} {:>15} {:>17} {:>22} {:>12}",
+        "{:<10} {:>19} {:>19} {:>22} {:>12}",
         "threads", "shared atomic", "per-cpu atomics", "rseq per-cpu (ipcns)", "shared/rseq"
     );
     for th in t {
         println!(
-            "  {:<8} {:>15.2} {:>17.2} {:>22.2} {:>11.1}x",
+            "  {:<8} {:>19} {:>19} {:>22} {:>11.1}x",
             th.n,
-            th.shared,
-            th.percpu_atomic,
-            th.rseq,
-            ratio(th.shared, th.rseq)
+            th.shared.cell(2),
+            th.percpu_atomic.cell(2),
+            th.rseq.cell(2),
+            ratio(th.shared.median, th.rseq.median)
         );
     }
     println!("  (ns per operation per thread: wall time / operations of one thread)");
@@ -362,34 +373,34 @@ fn print_json(info: &ipcns_rseq::Info, s: &Single, r: &CpuRead, t: &[Threads], g
         .iter()
         .map(|th| {
             format!(
-                "{{\"threads\":{},\"shared_atomic_ns\":{},\"percpu_atomic_ns\":{},\"rseq_ns\":{},\"shared_over_rseq\":{}}}",
+                "{{\"threads\":{},{},{},{},\"shared_over_rseq\":{}}}",
                 th.n,
-                json_num(th.shared),
-                json_num(th.percpu_atomic),
-                json_num(th.rseq),
-                json_num(ratio(th.shared, th.rseq))
+                th.shared.json_fields("shared_atomic_ns"),
+                th.percpu_atomic.json_fields("percpu_atomic_ns"),
+                th.rseq.json_fields("rseq_ns"),
+                json_num(ratio(th.shared.median, th.rseq.median))
             )
         })
         .collect();
     let goals: Vec<String> = goals.iter().map(Goal::json).collect();
     println!(
         "{{\"bench\":\"rseq\",\"mode\":\"{}\",\"registered_size\":{},\"feature_size\":{},\"possible_cpus\":{},\"rounds\":{ROUNDS},\
-\"increment_ns\":{{\"sched_getcpu_atomic\":{},\"rseq_cpu_id_atomic\":{},\"rseq_section\":{},\"plain\":{}}},\
-\"cpu_read_ns\":{{\"rseq\":{},\"rseq_lookup\":{},\"sched_getcpu\":{},\"getcpu_syscall\":{},\"empty_loop\":{}}},\
+\"increment_ns\":{{{},{},{},{}}},\
+\"cpu_read_ns\":{{{},{},{},{},{}}},\
 \"threads\":[{}],\"goals\":[{}]}}",
         info.mode,
         info.registered_size,
         info.feature_size,
         ipcns_rseq::possible_cpus(),
-        json_num(s.getcpu_atomic),
-        json_num(s.rseq_cpu_atomic),
-        json_num(s.rseq_section),
-        json_num(s.plain),
-        json_num(r.rseq),
-        json_num(r.rseq_lookup),
-        json_num(r.sched_getcpu),
-        json_num(r.syscall),
-        json_num(r.empty),
+        s.getcpu_atomic.json_fields("sched_getcpu_atomic"),
+        s.rseq_cpu_atomic.json_fields("rseq_cpu_id_atomic"),
+        s.rseq_section.json_fields("rseq_section"),
+        s.plain.json_fields("plain"),
+        r.rseq.json_fields("rseq"),
+        r.rseq_lookup.json_fields("rseq_lookup"),
+        r.sched_getcpu.json_fields("sched_getcpu"),
+        r.syscall.json_fields("getcpu_syscall"),
+        r.empty.json_fields("empty_loop"),
         threads.join(","),
         goals.join(",")
     );

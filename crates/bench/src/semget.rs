@@ -433,6 +433,7 @@ fn charts(rows: &[Row]) -> Vec<Chart> {
         x_label: "keys in the namespace".to_string(),
         x_log: true,
         y_label: "ns per semget call (median)".to_string(),
+        y_log: true,
         series: series(j),
     };
     vec![

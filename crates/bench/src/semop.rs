@@ -770,6 +770,7 @@ fn charts(rows: &[Row]) -> Vec<Chart> {
         x_label: "the second set's id slot".to_string(),
         x_log: true,
         y_label: "ns per semop (median)".to_string(),
+        y_log: false,
         series,
     }]
 }

@@ -40,7 +40,7 @@
 
 use super::TempNs;
 use super::progress::{self, Progress};
-use super::stats::{Goal, cpu_model, goal, json_num, json_str, median, ratio};
+use super::stats::{Goal, Spread, cpu_model, goal, json_num, json_str, median, ratio};
 use super::sys::{Segment, SharedPage, Shm, allowed_cpus, fork};
 use anyhow::{Context, bail, ensure};
 use std::process::{Command, Stdio};
@@ -269,12 +269,12 @@ where
     Ok(v)
 }
 
-/// A row's medians: ns per pair.
+/// A row's ns per pair: median and spread of the rounds.
 struct Row {
     op: Op,
     pairs: u64,
-    ipcns: f64,
-    kernel: Result<f64, String>,
+    ipcns: Spread,
+    kernel: Result<Spread, String>,
 }
 
 /// `shm_nattch` at each step, both sides.
@@ -346,10 +346,10 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
         .map(|(r, &(op, _))| Row {
             op,
             pairs: pairs[r],
-            ipcns: median(&mut ours[r]),
+            ipcns: Spread::of(&mut ours[r]),
             kernel: match &kernel_note {
                 Some(n) => Err(n.clone()),
-                None => Ok(median(&mut theirs[r])),
+                None => Ok(Spread::of(&mut theirs[r])),
             },
         })
         .collect();
@@ -368,7 +368,7 @@ pub fn run(opts: &crate::Options) -> anyhow::Result<()> {
         .filter_map(|r| {
             let text = r.op.goal()?;
             let k = r.kernel.as_ref().ok()?;
-            let v = ratio(*k, r.ipcns);
+            let v = ratio(k.median, r.ipcns.median);
             Some(goal(&text, v, v >= 1.0))
         })
         .collect();
@@ -419,36 +419,39 @@ fn table(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch, goals: &[Goal]) 
     ));
     line(String::new());
     line(format!(
-        "{:<12} {:<8} {:>10} {:>11} {:>11} {:>8} {:>7}",
+        "{:<12} {:<8} {:>10} {:>25} {:>25} {:>8} {:>7}",
         "what", "size", "written", "ipcns ns", "kernel ns", "k/i", "pairs"
     ));
     for r in rows {
         let (k, kr) = match &r.kernel {
-            Ok(k) => (format!("{k:.0}"), format!("{:.2}x", ratio(*k, r.ipcns))),
+            Ok(k) => (
+                k.cell(0),
+                format!("{:.2}x", ratio(k.median, r.ipcns.median)),
+            ),
             Err(_) => ("unavailable".to_string(), "-".to_string()),
         };
         line(format!(
-            "{:<12} {:<8} {:>10} {:>11.0} {k:>11} {kr:>8} {:>7}",
+            "{:<12} {:<8} {:>10} {:>25} {k:>25} {kr:>8} {:>7}",
             r.op.name(),
             size_name(r.op.size()),
             touched(r),
-            r.ipcns,
+            r.ipcns.cell(0),
             r.pairs
         ));
     }
     line(
-        "  (pairs per row per round; k/i above 1: ipcns is faster; the touched pages exist"
+        "  ((fastest-slowest) round beside each median; pairs per row per round; k/i above 1: ipcns"
             .to_string(),
     );
     line(
-        "   after the warm-up, so each shmat+shmdt write is a fault that maps one; ipcns allocates"
+        "   is faster; the touched pages exist after the warm-up, so each shmat+shmdt write is a"
             .to_string(),
     );
     line(
-        "   a segment's pages at its first shmat, the kernel at their first touch: a whole life"
+        "   fault that maps one; ipcns allocates a segment's pages at its first shmat, the kernel"
             .to_string(),
     );
-    line("   allocates every page on both sides)".to_string());
+    line("   at their first touch: a whole life allocates every page on both sides)".to_string());
     if let Err(n) = &rows[0].kernel {
         line(format!("  {n}"));
     }
@@ -481,9 +484,9 @@ fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch, goals: &[Goal]
         .map(|r| {
             let k = match &r.kernel {
                 Ok(k) => format!(
-                    "\"kernel_ns\":{},\"kernel_over_ipcns\":{}",
-                    json_num(*k),
-                    json_num(ratio(*k, r.ipcns))
+                    "{},\"kernel_over_ipcns\":{}",
+                    k.json_fields("kernel_ns"),
+                    json_num(ratio(k.median, r.ipcns.median))
                 ),
                 Err(why) => format!(
                     "\"kernel_ns\":null,\"kernel_over_ipcns\":null,\"kernel_missing\":{}",
@@ -491,12 +494,16 @@ fn to_json(cpu: &str, cpus: usize, rows: &[Row], nattch: &Nattch, goals: &[Goal]
                 ),
             };
             format!(
-                "{{\"op\":{},\"size\":{},\"pages_written\":{},\"pairs_per_round\":{},\"ipcns_ns\":{},{k}}}",
+                "{{\"op\":{},\"size\":{},\"pages_written\":{},\"pairs_per_round\":{},{},{k}}}",
                 json_str(r.op.name()),
                 r.op.size(),
-                if r.op.touch() { r.op.size().div_ceil(PAGE) } else { 0 },
+                if r.op.touch() {
+                    r.op.size().div_ceil(PAGE)
+                } else {
+                    0
+                },
                 r.pairs,
-                json_num(r.ipcns)
+                r.ipcns.json_fields("ipcns_ns")
             )
         })
         .collect();

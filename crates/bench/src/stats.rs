@@ -25,14 +25,17 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// No figure: NaN throughout (a row a side does not measure).
+    pub const NONE: Spread = Spread {
+        min: f64::NAN,
+        median: f64::NAN,
+        max: f64::NAN,
+    };
+
     /// Of the rounds `v` (sorted in place); NaN throughout for none.
     pub fn of(v: &mut [f64]) -> Spread {
         if v.is_empty() {
-            return Spread {
-                min: f64::NAN,
-                median: f64::NAN,
-                max: f64::NAN,
-            };
+            return Spread::NONE;
         }
         let median = median(v);
         Spread {
@@ -56,6 +59,11 @@ impl Spread {
         format!("{:.prec$}-{:.prec$}", self.min, self.max)
     }
 
+    /// `median (min-max)` with `prec` decimals: a table's cell.
+    pub fn cell(&self, prec: usize) -> String {
+        format!("{:.prec$} ({})", self.median, self.range(prec))
+    }
+
     /// `"NAME":median,"NAME_min":min,"NAME_max":max`: the JSON fields of
     /// a figure whose median had the field `NAME` alone before.
     pub fn json_fields(&self, name: &str) -> String {
@@ -68,9 +76,10 @@ impl Spread {
     }
 }
 
-/// Runs `f(iters)` `rounds` times and returns the median nanoseconds per
-/// iteration. `f` must perform `iters` iterations of the measured operation.
-pub fn ns_per_iter(rounds: usize, iters: u64, mut f: impl FnMut(u64)) -> f64 {
+/// Runs `f(iters)` `rounds` times and returns the nanoseconds per
+/// iteration: the median round and the fastest and slowest. `f` must
+/// perform `iters` iterations of the measured operation.
+pub fn ns_per_iter(rounds: usize, iters: u64, mut f: impl FnMut(u64)) -> Spread {
     f(iters / 10 + 1); // warm caches and branch predictors
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -78,7 +87,7 @@ pub fn ns_per_iter(rounds: usize, iters: u64, mut f: impl FnMut(u64)) -> f64 {
         f(iters);
         samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
-    median(&mut samples)
+    Spread::of(&mut samples)
 }
 
 /// `a / b`, or NaN when `b` is zero.
@@ -219,6 +228,7 @@ mod tests {
         let s = Spread::of(&mut [5.0, 1.0, 3.0, 9.0]);
         assert_eq!((s.min, s.median, s.max), (1.0, 4.0, 9.0));
         assert_eq!(s.range(1), "1.0-9.0");
+        assert_eq!(s.cell(0), "4 (1-9)");
         assert_eq!(
             s.scaled(0.5).json_fields("ns"),
             "\"ns\":2.000,\"ns_min\":0.500,\"ns_max\":4.500"

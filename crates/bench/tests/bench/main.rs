@@ -15,6 +15,28 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// How many `MEDIAN (MIN-MAX)` cells `line` has, each number a
+/// decimal, min <= median <= max.
+pub fn spreads(line: &str) -> usize {
+    let num = |t: &str| t.parse::<f64>().ok().filter(|x| x.is_finite());
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| {
+            let Some(median) = num(w[0]) else {
+                return false;
+            };
+            let Some(range) = w[1].strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+                return false;
+            };
+            let Some((min, max)) = range.split_once('-') else {
+                return false;
+            };
+            matches!((num(min), num(max)), (Some(a), Some(b)) if a <= median && median <= b)
+        })
+        .count()
+}
+
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 /// A private, empty `IPCNS_DIR`, removed on drop.

@@ -2,7 +2,7 @@
 //! benchmarks run end to end (with `IPCNS_BENCH_QUICK=1`, a thousandth of
 //! their iterations) and say all their numbers as JSON.
 
-use crate::{TempDir, text};
+use crate::{TempDir, spreads, text};
 
 #[test]
 fn bench_lock_json_has_every_number() {
@@ -32,6 +32,11 @@ fn bench_lock_json_has_every_number() {
         "\"glibc_robust_ns\":",
         "\"ipcns_handoffs_per_1000\":",
         "\"counter_exact\":true",
+        "\"uncontended_ns\":{\"ipcns\":",
+        "\"ipcns_min\":",
+        "\"glibc_plain_max\":",
+        "\"glibc_robust_ns_min\":",
+        "\"ipcns_handoffs_per_1000_max\":",
         "{\"goal\":\"uncontended lock+unlock <= 1.0x glibc's robust mutex\",\"value\":",
         "{\"goal\":\"2-thread contended acquisition <= 1.5x glibc's robust mutex\",\"value\":",
     ] {
@@ -54,6 +59,16 @@ fn bench_lock_table_and_usage() {
     assert!(out.lines().nth(1).unwrap().starts_with("cpu: "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(out.contains("  2 processes (fork) "), "{out}");
+    // Every median with its fastest and slowest round.
+    for (row, n) in [
+        ("  ipcns lock ", 1),
+        ("  glibc plain ", 1),
+        ("  2 threads ", 4),
+        ("  2 processes (fork) ", 4),
+    ] {
+        let l = out.lines().find(|l| l.starts_with(row)).expect(row);
+        assert_eq!(spreads(l), n, "{l}");
+    }
     // Standard error is a pipe: no progress line, not a byte of it.
     assert!(!o.stderr.contains(&b'\r'), "{}", text(&o.stderr));
     assert!(!text(&o.stderr).contains("lock: ["), "{}", text(&o.stderr));
@@ -224,6 +239,8 @@ fn bench_shm_json_has_every_number() {
         assert!(out.contains(field), "no {field} in {out}");
     }
     assert!(!out.contains("\"ipcns_ns\":null"), "{out}");
+    assert_eq!(out.matches("\"ipcns_ns_min\":").count(), 11, "{out}");
+    assert_eq!(out.matches("\"ipcns_ns_max\":").count(), 11, "{out}");
     if out.contains("kernel unavailable") {
         assert!(out.ends_with(",\"goals\":[]}\n"), "{out}");
         assert_eq!(out.matches("\"kernel_ns\":null").count(), 11, "{out}");
@@ -231,6 +248,7 @@ fn bench_shm_json_has_every_number() {
     } else {
         // Three shmat + shmdt rows and three shmget + IPC_RMID rows.
         assert_eq!(out.matches("{\"goal\":").count(), 6, "{out}");
+        assert_eq!(out.matches("\"kernel_ns_min\":").count(), 11, "{out}");
         assert!(!out.contains("null"), "{out}");
         assert!(
             out.contains("\"kernel\":[3,6,3,0],\"agree\":true}"),
@@ -272,6 +290,15 @@ fn bench_shm_table() {
             out.lines().any(|l| l.starts_with(row)),
             "no row {row} in {out}"
         );
+    }
+    // ipcns's and (unless missing) the kernel's median with their spread.
+    let kernel = usize::from(!out.contains("kernel unavailable"));
+    let pairs = ["shmat+", "shmget+", "whole life"];
+    for l in out
+        .lines()
+        .filter(|l| pairs.iter().any(|p| l.starts_with(p)))
+    {
+        assert_eq!(spreads(l), 1 + kernel, "{l}");
     }
     let goals = out.lines().filter(|l| l.starts_with("goal: ")).count();
     assert!(goals == 6 || out.contains("kernel unavailable"), "{out}");
@@ -395,6 +422,22 @@ fn bench_preload_json_has_every_number() {
     }
     let library = &out[out.find("\"library\":{").unwrap()..out.find(",\"core\":").unwrap()];
     assert!(!library.contains("null"), "{out}");
+    for f in [
+        "noop_semop",
+        "noop_semop_heap",
+        "msg_pair",
+        "msg_pair_heap",
+        "semget_lookup",
+        "ping_pong",
+    ] {
+        for g in [
+            format!("\"{f}\":"),
+            format!("\"{f}_min\":"),
+            format!("\"{f}_max\":"),
+        ] {
+            assert!(library.contains(&g), "no {g} in {library}");
+        }
+    }
     if out.contains("\"kernel\":null") {
         assert!(!out.contains("\"kernel_skipped\":null"), "{out}");
     } else {
@@ -429,11 +472,25 @@ fn bench_preload_table() {
         "semget lookup of an existing key ",
         "semaphore ping-pong, per round trip ",
     ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(row)),
-            "no row {row} in {out}"
-        );
+        let l = out.lines().find(|l| l.starts_with(row));
+        let l = l.unwrap_or_else(|| panic!("no row {row} in {out}"));
+        // The library's median with its spread, and the core's and the
+        // kernel's where measured.
+        assert!(spreads(l) >= 1, "{l}");
     }
+    assert_eq!(
+        spreads(
+            out.lines()
+                .find(|l| l.starts_with("no-op semop (sembuf on the stack)"))
+                .unwrap()
+        ),
+        if out.contains("kernel columns skipped") {
+            2
+        } else {
+            3
+        },
+        "{out}"
+    );
     assert_eq!(out.matches("goal: ").count(), 11, "{out}");
     assert!(d.entries().is_empty(), "{:?}", d.entries());
 }
@@ -501,6 +558,14 @@ fn bench_fork_json_and_table() {
         );
     }
     assert!(out.contains(" emp/pl  lib/emp "), "{out}");
+    // plain, empty and library: each median with its fastest and slowest.
+    for l in out
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        assert_eq!(spreads(l), 3, "{l}");
+    }
+    assert!(!out.contains('%'), "{out}");
     assert!(out.contains("\nchecks: after the cycles "), "{out}");
     assert_eq!(out.matches("goal: ").count(), 2, "{out}");
     assert!(d.entries().is_empty(), "{:?}", d.entries());
@@ -535,10 +600,13 @@ fn bench_contend_json_and_table() {
         let row = format!("{{\"shape\":\"{shape}\",\"n\":{n},\"ipcns_per_s\":");
         assert!(out.contains(&row), "no {row} in {out}");
     }
+    assert_eq!(out.matches("\"ipcns_per_s_min\":").count(), 7, "{out}");
+    assert_eq!(out.matches("\"ipcns_per_s_max\":").count(), 7, "{out}");
     assert!(out.contains("\"round_ms\":20,"), "{out}");
     let root = effective_uid() == 0;
     if root {
         assert!(out.contains("\"kernel_missing\":null"), "{out}");
+        assert_eq!(out.matches("\"kernel_per_s_min\":").count(), 7, "{out}");
         assert!(
             out.contains("{\"goal\":\"2 processes on one semaphore: at least the kernel's throughput\",\"value\":"),
             "{out}"
@@ -563,6 +631,15 @@ fn bench_contend_json_and_table() {
         "{out}"
     );
     assert!(out.contains("goal: 8 processes on one semaphore"), "{out}");
+    // A row per shape, ipcns's median with its spread (and the kernel's).
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(rows.len(), 7, "{out}");
+    for l in rows {
+        assert!(spreads(l) >= 1, "{l}");
+    }
 }
 
 /// The effective uid, as /proc/self/status says it.
