@@ -149,8 +149,39 @@ where
         ch.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
             .map_err(|e| anyhow!("{e}"))?;
     }
+    // The legend in the first corner no point falls in (a box the size
+    // of a two-line legend), upper left if none is free.
+    let (xr, yr) = ch.plotting_area().get_pixel_range();
+    let pts: Vec<(i32, i32)> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| ch.backend_coord(p)))
+        .collect();
+    let (bw, bh) = (110, 60);
+    let free = |left: bool, top: bool| {
+        let x = if left {
+            xr.start..xr.start + bw
+        } else {
+            xr.end - bw..xr.end
+        };
+        let y = if top {
+            yr.start..yr.start + bh
+        } else {
+            yr.end - bh..yr.end
+        };
+        !pts.iter().any(|(px, py)| x.contains(px) && y.contains(py))
+    };
+    let corner = [
+        (true, true, SeriesLabelPosition::UpperLeft),
+        (false, true, SeriesLabelPosition::UpperRight),
+        (false, false, SeriesLabelPosition::LowerRight),
+        (true, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .find(|(l, t, _)| free(*l, *t))
+    .map_or(SeriesLabelPosition::UpperLeft, |(_, _, p)| p);
     ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(corner)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
