@@ -20,10 +20,25 @@
 //! `exit_sem(current)`); so does this (`exit_process`). Its shm
 //! attachments stay mapped and counted in the old namespace.
 //!
-//! Nobody removes the arena when its last process is gone (the kernel
-//! frees the namespace then): `ipcns ns remove unshare-PID-RANDOM` does.
+//! # Lifetime
+//! The namespace goes away with its last process, as the kernel frees an
+//! IPC namespace when its last task is gone (exited, killed, or moved on
+//! by another unshare), asynchronously: a guardian process
+//! (`guardian.rs`) removes the arena and its segment files then. A
+//! process is in it from the unshare on, through fork and exec, whether
+//! or not it made an IPC call yet, by a descriptor: the write end of the
+//! guardian's pipe, open in the process (not close-on-exec, at 100 or
+//! above, named in `IPCNS_MEMBER_FD=N:INODE`). A process that closes it
+//! (a daemon closing every descriptor) stays in the namespace only while
+//! it maps the arena (the guardian looks at `/proc/*/maps` once the last
+//! descriptor is closed, and waits for those that map it). A process that
+//! unshares again, whole, closes its old one (it left that namespace;
+//! the old arena stays mapped in it, which keeps that namespace until
+//! the process ends). A name `unshare-...` is never made again by a
+//! process that finds it gone (`Namespace::open_or_create`): its calls
+//! fail with ENOSYS, and it says so.
 
-use crate::state;
+use crate::{guardian, state};
 use ipcns_core::{CreateOptions, Namespace, namespace};
 use std::path::PathBuf;
 
@@ -58,12 +73,26 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
         },
     )
     .map_err(|_| libc::ENOMEM)?;
+    // Until it is given to the process, dropping the membership (on an
+    // error below) has the guardian remove the arena.
+    let member = match guardian::start(&path) {
+        Ok(m) => m,
+        Err(_) => {
+            drop(ns);
+            let _ = Namespace::remove_at(&path);
+            return Err(libc::ENOMEM);
+        }
+    };
     if !in_child && other_threads() {
         // Linux gives the calling task alone the new namespace; the undo
         // list it shares with the other threads stays theirs (exit_sem
         // drops only its reference). No environment change: the
         // process's other threads exec into the process's namespace.
         state::give_own(ns)?;
+        // The whole process holds the descriptor: the namespace lasts as
+        // long as any of its threads or children (not named in the
+        // environment, left alone here).
+        let _ = member.into_raw();
         return Ok(());
     }
     if let (Some(old), false) = (old, in_child) {
@@ -75,5 +104,7 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
     crate::next::set_env("IPCNS", name.as_bytes());
     crate::next::unset_env("IPCNS_FD");
     crate::next::unset_env("IPCNS_POOL_FD");
+    guardian::leave();
+    guardian::join(member);
     Ok(())
 }

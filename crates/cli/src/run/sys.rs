@@ -116,6 +116,46 @@ pub fn reap() -> io::Result<Reaped> {
     }
 }
 
+/// The name `libipcns.so` gives the guardian of a namespace a program
+/// unshared (`crates/preload/src/guardian`).
+const GUARDIAN: &str = "ipcns-guardian";
+
+/// This process's children that still run (zombies aside), from
+/// `/proc/*/stat`: how many are guardians of unshared namespaces (by
+/// their name), how many are not.
+pub fn running_children() -> (usize, usize) {
+    let me = process::getpid().to_string();
+    let (mut guardians, mut others) = (0, 0);
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return (0, 0);
+    };
+    for p in procs.filter_map(|e| e.ok()) {
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Ok(stat) = std::fs::read_to_string(p.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, tail)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut f = tail.split(' ');
+        let (Some(state), Some(ppid)) = (f.next(), f.next()) else {
+            continue;
+        };
+        if ppid != me || state == "Z" || state == "X" {
+            continue;
+        }
+        if head
+            .split_once(" (")
+            .is_some_and(|(_, comm)| comm == GUARDIAN)
+        {
+            guardians += 1;
+        } else {
+            others += 1;
+        }
+    }
+    (guardians, others)
+}
+
 /// `kill(pid, sig)`; a process already gone (ESRCH) is no error.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     match process::kill(pid, sig) {
