@@ -48,17 +48,33 @@ fn other_threads() -> bool {
     std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.take(2).count() > 1)
 }
 
-/// Switches the calling thread to a new private namespace: the whole
-/// process when it is the process's only thread (or in a clone child),
-/// else the thread alone (`state::give_own`). `in_child`:
-/// called in a clone child, whose undo entries are the parent's (not
-/// applied).
-pub fn new_namespace(in_child: bool) -> Result<(), i32> {
+/// A namespace made for an unshare or a clone child, not yet the
+/// caller's ([`prepare`], then [`commit`] or [`abandon`]).
+pub struct Fresh {
+    ns: Namespace,
+    path: PathBuf,
+    dir: PathBuf,
+    name: String,
+    /// The membership descriptor; none when no guardian could be made
+    /// where it would outlive the namespace's processes
+    /// (`guardian::possible`).
+    member: Option<ipcns_sys::Fd>,
+}
+
+/// Makes a new private namespace and its guardian, before anything of
+/// the caller changes: an `unshare` makes it before it passes its other
+/// flags to the kernel (with CLONE_NEWPID the guardian must stay in the
+/// caller's pid namespace), and gives it up ([`abandon`]) if the kernel
+/// refuses them.
+pub fn prepare() -> Result<Fresh, i32> {
     let old = state::opened();
     let dir: PathBuf = match old.and_then(|ns| ns.path().parent().map(|p| p.to_path_buf())) {
         Some(d) => d,
         None => namespace::dir().map_err(|_| libc::ENOMEM)?,
     };
+    // Absolute: the environment names it to programs that may run from
+    // elsewhere, and the guardian compares it with theirs.
+    let dir = std::path::absolute(&dir).map_err(|_| libc::ENOMEM)?;
     let pid = ipcns_sys::process::getpid();
     let mut r = [0u8; 4];
     let _ = ipcns_sys::process::getrandom(&mut r, 0);
@@ -73,29 +89,66 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
         },
     )
     .map_err(|_| libc::ENOMEM)?;
-    // Until it is given to the process, dropping the membership (on an
-    // error below) has the guardian remove the arena.
-    let member = match guardian::start(&path) {
-        Ok(m) => m,
-        Err(_) => {
-            drop(ns);
-            let _ = Namespace::remove_at(&path);
-            return Err(libc::ENOMEM);
+    let member = if guardian::possible() {
+        match guardian::start(&path, &name) {
+            Ok(m) => Some(m),
+            Err(_) => {
+                drop(ns);
+                let _ = Namespace::remove_at(&path);
+                return Err(libc::ENOMEM);
+            }
         }
+    } else {
+        None
     };
+    Ok(Fresh {
+        ns,
+        path,
+        dir,
+        name,
+        member,
+    })
+}
+
+/// Gives up a namespace [`prepare`] made: its membership closed (its
+/// guardian finds it gone and exits), its files removed.
+pub fn abandon(f: Fresh) {
+    drop(f.member);
+    drop(f.ns);
+    let _ = Namespace::remove_at(&f.path);
+}
+
+/// Switches the calling thread to the namespace [`prepare`] made: the
+/// whole process when it is the process's only thread (or in a clone
+/// child), else the thread alone (`state::give_own`). `in_child`: called
+/// in a clone child, whose undo entries are the parent's (not applied).
+pub fn commit(f: Fresh, in_child: bool) -> Result<(), i32> {
+    let Fresh {
+        ns,
+        path,
+        dir,
+        name,
+        member,
+    } = f;
     if !in_child && other_threads() {
         // Linux gives the calling task alone the new namespace; the undo
         // list it shares with the other threads stays theirs (exit_sem
         // drops only its reference). No environment change: the
         // process's other threads exec into the process's namespace.
-        state::give_own(ns)?;
+        if let Err(e) = state::give_own(ns) {
+            drop(member);
+            let _ = Namespace::remove_at(&path);
+            return Err(e);
+        }
         // The whole process holds the descriptor: the namespace lasts as
         // long as any of its threads or children (not named in the
         // environment, left alone here).
-        let _ = member.into_raw();
+        if let Some(m) = member {
+            let _ = m.into_raw();
+        }
         return Ok(());
     }
-    if let (Some(old), false) = (old, in_child) {
+    if let (Some(old), false) = (state::opened(), in_child) {
         let _ = old.exit_process();
     }
     state::drop_own();
@@ -105,6 +158,14 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
     crate::next::unset_env("IPCNS_FD");
     crate::next::unset_env("IPCNS_POOL_FD");
     guardian::leave();
-    guardian::join(member);
+    if let Some(m) = member {
+        guardian::join(m);
+    }
     Ok(())
+}
+
+/// Switches the calling thread to a new private namespace ([`prepare`],
+/// then [`commit`]).
+pub fn new_namespace(in_child: bool) -> Result<(), i32> {
+    commit(prepare()?, in_child)
 }

@@ -1,13 +1,14 @@
-//! `/proc/PID/maps` read without allocating (the guardian runs in a
-//! copy of a process whose allocator may be locked): which processes map
-//! a file, and which of the guardian's own mappings are shared.
+//! `/proc` files read without allocating and without a panic site (the
+//! guardian runs in a copy of a process whose allocator may be locked,
+//! and must never unwind back into the program): maps, records of any
+//! file, directory listings.
 //!
 //! A line is `lo-hi perms offset MAJ:MIN inode [path]`, numbers in hex
 //! but the inode (proc(5)).
 
 use super::sys;
 use core::ffi::CStr;
-use ipcns_sys::Fd;
+use ipcns_sys::{Errno, Fd};
 
 /// One line of a maps file, as far as the guardian needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +31,8 @@ fn hex(b: &[u8]) -> Option<u64> {
     })
 }
 
-fn dec(b: &[u8]) -> Option<u64> {
+/// A decimal number of at most 20 digits, `None` on overflow.
+pub fn dec(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
@@ -40,145 +42,117 @@ fn dec(b: &[u8]) -> Option<u64> {
     })
 }
 
+/// `b` cut at the first `sep`: (before, after).
+fn cut(b: &[u8], sep: u8) -> Option<(&[u8], &[u8])> {
+    let at = b.iter().position(|&c| c == sep)?;
+    Some((b.get(..at)?, b.get(at + 1..)?))
+}
+
 /// Parses one line of a maps file.
 pub fn parse(line: &[u8]) -> Option<Mapping> {
     let mut f = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
     let (range, perms, _off, dev, ino) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
-    let dash = range.iter().position(|&b| b == b'-')?;
-    let colon = dev.iter().position(|&b| b == b':')?;
+    let (lo, hi) = cut(range, b'-')?;
+    let (major, minor) = cut(dev, b':')?;
     Some(Mapping {
-        lo: hex(&range[..dash])? as usize,
-        hi: hex(&range[dash + 1..])? as usize,
+        lo: usize::try_from(hex(lo)?).ok()?,
+        hi: usize::try_from(hex(hi)?).ok()?,
         shared: perms.get(3) == Some(&b's'),
         dev: (
-            u32::try_from(hex(&dev[..colon])?).ok()?,
-            u32::try_from(hex(&dev[colon + 1..])?).ok()?,
+            u32::try_from(hex(major)?).ok()?,
+            u32::try_from(hex(minor)?).ok()?,
         ),
         ino: dec(ino)?,
     })
 }
 
 /// Calls `f` with each mapping of the maps file at `path` until it
-/// returns false. A line longer than the buffer is read by its start
-/// (where the fields are). False if the file cannot be opened.
-pub fn each(path: &CStr, mut f: impl FnMut(Mapping) -> bool) -> bool {
-    let Ok(fd) = ipcns_sys::fs::open_c(path, libc::O_RDONLY | libc::O_NOCTTY, 0) else {
-        return false;
-    };
-    each_line(&fd, |l| parse(l).is_none_or(&mut f));
-    true
+/// returns false: the number of lines read (0 for the empty maps of a
+/// process whose leader has exited, or of a kernel thread), or the errno
+/// of the open (EACCES: a process this one may not inspect).
+pub fn each(path: &CStr, mut f: impl FnMut(Mapping) -> bool) -> Result<usize, Errno> {
+    let fd = ipcns_sys::fs::open_c(path, libc::O_RDONLY | libc::O_NOCTTY, 0)?;
+    let mut lines = 0usize;
+    each_record(&fd, b'\n', |l, _| {
+        lines = lines.saturating_add(1);
+        parse(l).is_none_or(&mut f)
+    });
+    Ok(lines)
 }
 
-/// Calls `f` with each line of `fd` (without its newline) until it
-/// returns false.
-fn each_line(fd: &Fd, mut f: impl FnMut(&[u8]) -> bool) {
+/// Calls `f` with each record of `fd` ended by `sep` (a line, an
+/// environment string), without its separator, until it returns false.
+/// A record longer than the buffer is handed over by its start only, with
+/// `whole` false.
+pub fn each_record(fd: &Fd, sep: u8, mut f: impl FnMut(&[u8], bool) -> bool) {
     let mut buf = [0u8; 4096];
-    let mut len = 0;
-    // In the middle of a line whose start was handed over already.
+    let mut len = 0usize;
+    // In the middle of a record whose start was handed over already.
     let mut skipping = false;
     loop {
-        let n = match fd.read(&mut buf[len..]) {
+        let Some(free) = buf.get_mut(len..) else {
+            return;
+        };
+        let n = match fd.read(free) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        len += n.min(buf.len() - len);
+        len = len.saturating_add(n).min(buf.len());
         let mut start = 0;
-        while let Some(nl) = buf[start..len].iter().position(|&b| b == b'\n') {
-            if !skipping && !f(&buf[start..start + nl]) {
+        while let Some(rest) = buf.get(start..len) {
+            let Some(at) = rest.iter().position(|&b| b == sep) else {
+                break;
+            };
+            if !skipping && !f(rest.get(..at).unwrap_or_default(), true) {
                 return;
             }
             skipping = false;
-            start += nl + 1;
+            start = start.saturating_add(at).saturating_add(1);
         }
         if start == 0 && len == buf.len() {
-            // A line longer than the buffer: its start, then skip it.
-            if !skipping && !f(&buf[..len]) {
+            // A record longer than the buffer: its start, then skip it.
+            if !skipping && !f(&buf, false) {
                 return;
             }
             skipping = true;
             len = 0;
         } else {
-            buf.copy_within(start..len, 0);
-            len -= start;
+            buf.copy_within(start.min(len)..len, 0);
+            len = len.saturating_sub(start);
         }
     }
     if len > 0 && !skipping {
-        f(&buf[..len]);
+        f(buf.get(..len).unwrap_or_default(), true);
     }
 }
 
-/// `/proc/<pid>/maps` as a C string, in `buf`.
-fn maps_path(pid: u32, buf: &mut [u8; 32]) -> &CStr {
-    let mut digits = [0u8; 10];
-    let mut n = 0;
-    let mut v = pid;
+/// Calls `f` with each name of the directory `dir` (a `getdents64`
+/// listing into `buf`, from where the directory's offset is) until it
+/// returns false. False if the listing failed (not at its end).
+pub fn each_name(dir: &Fd, buf: &mut [u8], mut f: impl FnMut(&CStr) -> bool) -> bool {
     loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let mut at = 0;
-    for &b in b"/proc/" {
-        buf[at] = b;
-        at += 1;
-    }
-    for i in (0..n).rev() {
-        buf[at] = digits[i];
-        at += 1;
-    }
-    for &b in b"/maps\0" {
-        buf[at] = b;
-        at += 1;
-    }
-    CStr::from_bytes_until_nul(&buf[..at]).unwrap_or(c"/proc/self/maps")
-}
-
-/// The processes (besides `me`) whose maps show the file `(dev, ino)`:
-/// how many, the first `pids.len()` of them in `pids`. Processes whose
-/// maps this one may not read (another user's, not as root) are not
-/// counted.
-pub fn mappers(dev: (u32, u32), ino: u64, me: u32, pids: &mut [u32]) -> usize {
-    let Ok(proc) = ipcns_sys::fs::open_c(c"/proc", libc::O_RDONLY | libc::O_DIRECTORY, 0) else {
-        return 0;
-    };
-    let mut found = 0;
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = match sys::getdents(&proc, &mut buf) {
-            Ok(0) | Err(_) => return found,
+        let n = match sys::getdents(dir, buf) {
+            Ok(0) => return true,
+            Err(_) => return false,
             Ok(n) => n.min(buf.len()),
         };
-        let mut at = 0;
-        while at + 19 <= n {
-            // struct linux_dirent64: d_ino 8, d_off 8, d_reclen 2,
-            // d_type 1, then the NUL-terminated name.
-            let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
-            if reclen < 19 || at + reclen > n {
+        let mut records = buf.get(..n).unwrap_or_default();
+        // struct linux_dirent64: d_ino 8, d_off 8, d_reclen 2, d_type 1,
+        // then the NUL-terminated name.
+        while let (Some(&a), Some(&b)) = (records.get(16), records.get(17)) {
+            let reclen = usize::from(u16::from_ne_bytes([a, b]));
+            let (Some(record), Some(rest)) = (records.get(..reclen), records.get(reclen..)) else {
+                break;
+            };
+            if reclen < 19 {
                 break;
             }
-            let name = &buf[at + 19..at + reclen];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            at += reclen;
-            let Some(pid) = dec(name).and_then(|p| u32::try_from(p).ok()) else {
+            records = rest;
+            let Ok(name) = CStr::from_bytes_until_nul(record.get(19..).unwrap_or_default()) else {
                 continue;
             };
-            if pid == me {
-                continue;
-            }
-            let mut path = [0u8; 32];
-            let mut hit = false;
-            each(maps_path(pid, &mut path), |m| {
-                hit = m.dev == dev && m.ino == ino;
-                !hit
-            });
-            if hit {
-                if let Some(slot) = pids.get_mut(found) {
-                    *slot = pid;
-                }
-                found += 1;
+            if !f(name) {
+                return true;
             }
         }
     }
@@ -207,25 +181,51 @@ mod tests {
             Some((false, (0xfd, 1)))
         );
         assert_eq!(parse(b"garbage"), None);
-        let mut b = [0u8; 32];
-        assert_eq!(maps_path(4194304, &mut b), c"/proc/4194304/maps");
     }
 
     #[test]
-    fn finds_a_mapping_of_this_process() {
-        let me = std::process::id();
+    fn reads_records_and_names() {
         let mut lines = 0;
-        assert!(each(c"/proc/self/maps", |_| {
-            lines += 1;
+        assert!(
+            each(c"/proc/self/maps", |_| {
+                lines += 1;
+                true
+            })
+            .is_ok_and(|n| n > 0)
+        );
+        assert!(lines > 0);
+        assert_eq!(each(c"/nonexistent/maps", |_| true), Err(Errno::ENOENT));
+        // The environment, NUL-separated: PATH is there in a test run.
+        let env = ipcns_sys::fs::open_c(c"/proc/self/environ", libc::O_RDONLY, 0).unwrap();
+        let mut path = false;
+        each_record(&env, 0, |r, whole| {
+            path |= whole && r.starts_with(b"PATH=");
+            true
+        });
+        assert!(path);
+        // A record longer than the buffer: its start, once.
+        let long = std::env::temp_dir().join(format!("ipcns-records-{}", std::process::id()));
+        let mut text = vec![b'x'; 10_000];
+        text.extend_from_slice(b"\nshort\n");
+        std::fs::write(&long, &text).unwrap();
+        let c = std::ffi::CString::new(long.as_os_str().as_encoded_bytes()).unwrap();
+        let fd = ipcns_sys::fs::open_c(&c, libc::O_RDONLY, 0).unwrap();
+        let mut got = Vec::new();
+        each_record(&fd, b'\n', |r, whole| {
+            got.push((r.len(), whole));
+            true
+        });
+        let _ = std::fs::remove_file(&long);
+        assert_eq!(got, [(4096, false), (5, true)]);
+        // This directory's names.
+        let d =
+            ipcns_sys::fs::open_c(c"/proc/self/fd", libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
+        let mut names = 0;
+        let mut buf = [0u8; 256];
+        assert!(each_name(&d, &mut buf, |n| {
+            names += usize::from(n.to_bytes() == b"0");
             true
         }));
-        assert!(lines > 0);
-        // Some process (this one) maps the file that holds this binary.
-        let exe = std::fs::metadata("/proc/self/exe").unwrap();
-        use std::os::unix::fs::MetadataExt;
-        let dev = (libc::major(exe.dev()), libc::minor(exe.dev()));
-        let mut pids = [0u32; 4];
-        assert!(mappers(dev, exe.ino(), 0, &mut pids) >= 1);
-        assert!(pids.contains(&me), "{pids:?}");
+        assert_eq!(names, 1);
     }
 }

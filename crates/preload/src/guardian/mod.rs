@@ -17,14 +17,18 @@
 //!    closes every other descriptor (it is no member) and unmaps every
 //!    shared mapping it inherited (arenas, segments: no maps scan counts
 //!    it, its own or `ipcns ns prune`'s), and names itself
-//!    `ipcns-guardian`.
+//!    `ipcns-guardian`. It lives in the pid namespace of the process that
+//!    unshared, never in a new one (`unshare(CLONE_NEWPID | CLONE_NEWIPC)`
+//!    makes it before the kernel makes the pid namespace): [`possible`]
+//!    says when none is made (see there).
 //! 3. `read` on the pipe gives EOF when every member has exited, been
-//!    killed, or closed the descriptor. Then, while some other process
-//!    maps the arena (`/proc/*/maps`: its device and inode; a member that
-//!    closed the descriptor keeps the namespace while it maps it), it
-//!    waits for those processes to end (their pidfds, and a fresh scan at
-//!    least every second).
-//! 4. When none does, it removes the namespace as `Namespace::remove_at`
+//!    killed, or closed the descriptor. Then it removes nothing while any
+//!    other process may still be in the namespace (`scan.rs`: one that
+//!    maps the arena, one whose environment names it, one of the owner's
+//!    uid it may not inspect), or while `/proc` cannot tell; it waits for
+//!    those processes to end (their pidfds), scanning again after 1 s,
+//!    then 2, 4, ... up to 60 s between scans.
+//! 4. When none is left, it removes the namespace as `Namespace::remove_at`
 //!    does (the arena file if it is still the one it guards, then the
 //!    `pool` and `shm.N` files of its segment directories of the arena's
 //!    owner, and the directories) and exits.
@@ -32,7 +36,21 @@
 //! Everything the guardian needs (paths, the arena's identity) is made
 //! before the clone ([`Plan`]): after it, in a copy of a process whose
 //! other threads may have held the allocator's locks, it only makes raw
-//! system calls on memory it already has (`sys.rs`, `maps.rs`).
+//! system calls on memory it already has (`sys.rs`, `maps.rs`,
+//! `scan.rs`), with no panic site (no indexing, no unwrap, no debug
+//! assertion on its path). It can never return into the program: the
+//! child's side is an `extern "C"` function (a panic could not unwind out
+//! of it) that ends in `exit_group`, and a guard whose drop calls
+//! `exit_group` too stands on its stack.
+//!
+//! Not covered (the namespace then stays until `ipcns ns prune`, or goes
+//! early): a process killed with SIGKILL of the guardian (files stay);
+//! a process of the namespace with its descriptor closed, the arena not
+//! mapped, and an environment that no longer names it (exec'd with a
+//! cleared environment: it may find the namespace gone); a process of
+//! another uid that cannot be inspected; the end of a pid namespace's init
+//! when the guardian is in that pid namespace (it is killed with the
+//! others: files stay).
 //!
 //! Cost: one process per unshared namespace, asleep in `read`, its pages
 //! shared copy-on-write with the process it was cloned from (the shared
@@ -45,9 +63,10 @@
 //! neither; not done.
 
 mod maps;
+mod scan;
 mod sys;
 
-use core::sync::atomic::{AtomicI32, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use ipcns_sys::{Errno, Fd};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -62,17 +81,31 @@ pub const MEMBER_FD_MIN: i32 = 100;
 struct Plan {
     /// The arena's absolute path.
     arena: CString,
-    /// Its device (major, minor) and inode.
+    /// Its device (major, minor) and inode, as `stat` gives them.
     dev: (u32, u32),
     ino: u64,
+    /// Its device as `/proc/PID/maps` shows it, if that is the `stat`
+    /// one (else the scan matches the inode alone).
+    maps_dev: Option<(u32, u32)>,
+    /// Its owner.
+    uid: u32,
+    /// The namespace's name and directory (absolute, no trailing `/`),
+    /// and whether that is the owner's default one.
+    name: Vec<u8>,
+    dir: Vec<u8>,
+    default_dir: bool,
+    /// The process that unshared.
+    creator: u32,
     /// The segment directories (`Namespace::segment_dirs_at`).
     dirs: Vec<CString>,
 }
 
-/// The pid of the last guardian this process started, for a later
-/// unshare to reap it if it ended already (a guardian that ends while
-/// its parent lives stays a zombie, seen by no ordinary wait).
-static LAST: AtomicI32 = AtomicI32::new(0);
+/// The last guardian this process started, for a later unshare to reap
+/// it if it ended already (a guardian that ends while its parent lives
+/// stays a zombie, seen by no ordinary wait): the pid of the process that
+/// started it in the high half, its own in the low half. A fork child
+/// inherits the value, not the child: the starter's pid tells.
+static LAST: AtomicU64 = AtomicU64::new(0);
 
 fn c(path: &Path) -> Result<CString, Errno> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)
@@ -122,20 +155,66 @@ pub fn leave() {
     crate::next::unset_env(MEMBER_ENV);
 }
 
-/// Starts the guardian of the namespace whose arena is at `arena` (just
-/// created by this process): the membership descriptor (the pipe's write
-/// end, inherited across exec), which the caller keeps open.
-pub fn start(arena: &Path) -> Result<Fd, Errno> {
+/// Whether a guardian made now would outlive the namespace's processes
+/// where they live: not when this process is the init of its pid
+/// namespace (a clone with `CLONE_NEWPID | CLONE_NEWIPC` makes the child
+/// one; the guardian would be killed with the others at its end, before
+/// it removed anything), and not when the process's children go to
+/// another pid namespace than its own (`/proc/self/ns/pid_for_children`
+/// after an `unshare(CLONE_NEWPID)`: the guardian would be that
+/// namespace's init). Then the namespace is made without one, and stays
+/// until `ipcns ns prune`.
+pub fn possible() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if ipcns_sys::process::getpid() == 1 {
+        return false;
+    }
+    match (
+        std::fs::metadata("/proc/self/ns/pid"),
+        std::fs::metadata("/proc/self/ns/pid_for_children"),
+    ) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        // Before Linux 4.12 there is no pid_for_children; without /proc
+        // the guardian never removes anything (`scan.rs`).
+        _ => true,
+    }
+}
+
+/// Starts the guardian of the namespace `name` whose arena is at `arena`
+/// (just created and mapped by this process): the membership descriptor
+/// (the pipe's write end, inherited across exec), which the caller keeps
+/// open.
+pub fn start(arena: &Path, name: &str) -> Result<Fd, Errno> {
     let arena = std::path::absolute(arena).map_err(|_| Errno::ENOMEM)?;
     let id = ipcns_sys::fs::lstat(&arena)?;
     let dirs = ipcns_core::Namespace::segment_dirs_at(&arena)?
         .iter()
         .map(|d| c(d))
         .collect::<Result<Vec<_>, _>>()?;
+    let dir = arena.parent().map_or(Vec::new(), |d| {
+        let d = d.as_os_str().as_bytes();
+        let end = d.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+        d[..end].to_vec()
+    });
+    // The device the maps show for the arena this process maps now: the
+    // stat one, or another (btrfs subvolumes, overlayfs), then not trusted.
+    let mut shown = None;
+    let _ = maps::each(c"/proc/self/maps", |m| {
+        if m.ino == id.ino {
+            shown = Some(m.dev == id.dev);
+        }
+        shown != Some(true)
+    });
     let plan = Plan {
         arena: c(&arena)?,
         dev: id.dev,
         ino: id.ino,
+        maps_dev: (shown == Some(true)).then_some(id.dev),
+        uid: id.uid,
+        name: name.as_bytes().to_vec(),
+        default_dir: dir == format!("/dev/shm/ipcns-{}", id.uid).as_bytes(),
+        dir,
+        creator: ipcns_sys::process::getpid() as u32,
         dirs,
     };
     let (r, w) = sys::pipe()?;
@@ -147,8 +226,10 @@ pub fn start(arena: &Path) -> Result<Fd, Errno> {
             w
         }
     };
-    let previous = LAST.load(Ordering::Relaxed);
-    if previous > 0 && sys::reap(previous) {
+    let me = ipcns_sys::process::getpid() as u32;
+    let last = LAST.load(Ordering::Relaxed);
+    let (starter, previous) = ((last >> 32) as u32, last as u32 as i32);
+    if starter == me && previous > 0 && sys::reap(previous) {
         LAST.store(0, Ordering::Relaxed);
     }
     // No signal may run a handler of the program in the copy: all are
@@ -158,16 +239,35 @@ pub fn start(arena: &Path) -> Result<Fd, Errno> {
     ipcns_sys::signal::sigprocmask(libc::SIG_SETMASK, Some(&all), Some(&mut old))?;
     let pid = sys::clone_quiet();
     if pid == Ok(0) {
-        guard(&plan, r.into_raw());
+        child(&plan, r.into_raw());
     }
     let _ = ipcns_sys::signal::sigprocmask(libc::SIG_SETMASK, Some(&old), None);
     drop(r);
     let pid = pid?;
-    LAST.store(pid, Ordering::Relaxed);
+    LAST.store(
+        u64::from(me) << 32 | u64::from(pid as u32),
+        Ordering::Relaxed,
+    );
     Ok(w)
 }
 
-/// The guardian, in the clone child: see the module doc. Never returns.
+/// Ends the guardian with `exit_group` if anything unwinds past it.
+struct ExitOnDrop;
+
+impl Drop for ExitOnDrop {
+    fn drop(&mut self) {
+        sys::exit(1);
+    }
+}
+
+/// The clone child's side. `extern "C"`: a panic cannot unwind out of it
+/// (it aborts the guardian), so nothing returns into the program's code.
+extern "C" fn child(plan: &Plan, r: i32) -> ! {
+    let _end = ExitOnDrop;
+    guard(plan, r)
+}
+
+/// The guardian: see the module doc. Never returns.
 fn guard(plan: &Plan, r: i32) -> ! {
     sys::set_name(c"ipcns-guardian");
     sys::setsid();
@@ -178,7 +278,7 @@ fn guard(plan: &Plan, r: i32) -> ! {
     if r > 0 {
         sys::close_range(0, r - 1);
     }
-    sys::close_range(r + 1, u32::MAX);
+    sys::close_range(r.saturating_add(1), u32::MAX);
     unmap_shared();
     // EOF: the last member is gone (nobody writes; a byte someone did
     // write is read and ignored).
@@ -188,34 +288,59 @@ fn guard(plan: &Plan, r: i32) -> ! {
     });
     sys::close(r as i32);
     let me = ipcns_sys::process::getpid() as u32;
+    let target = scan::Target {
+        ino: plan.ino,
+        dev: plan.maps_dev,
+        name: &plan.name,
+        dir: &plan.dir,
+        default_dir: plan.default_dir,
+        uid: plan.uid,
+        creator: plan.creator,
+        since: scan::start_time(&scan::ProcPath::new(b"/proc/self")).unwrap_or(0),
+    };
+    let mut delay = FIRST_DELAY_NS;
     loop {
         if !still_there(plan) {
             sys::exit(0);
         }
-        let mut pids = [0u32; 8];
-        let n = maps::mappers(plan.dev, plan.ino, me, &mut pids);
-        if n == 0 {
-            remove(plan);
-            sys::exit(0);
+        let mut pids = [0u32; WATCHED];
+        let woken = match scan::members(&target, me, &mut pids) {
+            Some(0) => {
+                remove(plan);
+                sys::exit(0);
+            }
+            Some(n) => wait_for(pids.get(..n).unwrap_or(&pids), delay),
+            // /proc cannot tell: wait and look again.
+            None => wait_for(&[], delay),
+        };
+        if !woken {
+            delay = delay.saturating_mul(2).min(LAST_DELAY_NS);
         }
-        wait_for(&pids[..n.min(pids.len())]);
     }
 }
+
+/// The scan's first wait, and its longest (the waits double between).
+const FIRST_DELAY_NS: u64 = 1_000_000_000;
+const LAST_DELAY_NS: u64 = 60_000_000_000;
+/// How many of the processes seen the guardian waits for by their pidfd.
+const WATCHED: usize = 16;
 
 /// Unmaps every shared mapping of this process (the guardian's code,
 /// stack and data are private), a pass per 32 of them.
 fn unmap_shared() {
     for _ in 0..1024 {
         let mut found = [(0usize, 0usize); 32];
-        let mut n = 0;
-        maps::each(c"/proc/self/maps", |m| {
+        let mut n = 0usize;
+        let _ = maps::each(c"/proc/self/maps", |m| {
             if m.shared && m.hi > m.lo {
-                found[n] = (m.lo, m.hi - m.lo);
-                n += 1;
+                if let Some(slot) = found.get_mut(n) {
+                    *slot = (m.lo, m.hi - m.lo);
+                }
+                n = n.saturating_add(1);
             }
             n < found.len()
         });
-        for &(lo, len) in &found[..n] {
+        for &(lo, len) in found.get(..n).unwrap_or(&found) {
             sys::unmap(lo, len);
         }
         if n < found.len() {
@@ -232,21 +357,23 @@ fn still_there(plan: &Plan) -> bool {
         .is_ok_and(|s| s.dev == plan.dev && s.ino == plan.ino)
 }
 
-/// Sleeps until one of `pids` ends or a second passed.
-fn wait_for(pids: &[u32]) {
+/// Sleeps until one of `pids` (the first [`WATCHED`]) ends or
+/// `timeout_ns` passed: whether one ended.
+fn wait_for(pids: &[u32], timeout_ns: u64) -> bool {
     let mut fds = [libc::pollfd {
         fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    }; 8];
-    let mut open: [Option<Fd>; 8] = Default::default();
-    for (i, &p) in pids.iter().enumerate().take(fds.len()) {
-        if let Ok(fd) = ipcns_sys::process::pidfd_open(p as i32, 0) {
-            fds[i].fd = fd.raw();
-            open[i] = Some(fd);
+    }; WATCHED];
+    let mut open: [Option<Fd>; WATCHED] = Default::default();
+    for ((&p, slot), fd) in pids.iter().zip(fds.iter_mut()).zip(open.iter_mut()) {
+        if let Ok(pidfd) = ipcns_sys::process::pidfd_open(p as i32, 0) {
+            slot.fd = pidfd.raw();
+            *fd = Some(pidfd);
         }
     }
-    sys::ppoll(&mut fds[..pids.len().min(8)], 1_000_000_000);
+    let n = pids.len().min(WATCHED);
+    sys::ppoll(fds.get_mut(..n).unwrap_or(&mut []), timeout_ns)
 }
 
 /// Removes the namespace: the arena file, then the segment files of its
@@ -276,36 +403,21 @@ fn remove_dir(path: &CString, owner: u32) {
     if !dir.stat().is_ok_and(|s| s.is_dir() && s.uid == owner) {
         return;
     }
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 2048];
     // Names are removed as they are read; passes from the start again
     // until one removes nothing catch any a removal moved past.
     for _ in 0..4 {
-        let _ = dir.seek(0, libc::SEEK_SET);
-        let mut removed = 0;
-        loop {
-            let n = match sys::getdents(&dir, &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n.min(buf.len()),
-            };
-            let mut at = 0;
-            while at + 19 <= n {
-                let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
-                if reclen < 19 || at + reclen > n {
-                    break;
-                }
-                let name = &buf[at + 19..at + reclen];
-                at += reclen;
-                let Ok(name) = core::ffi::CStr::from_bytes_until_nul(name) else {
-                    continue;
-                };
-                if ipcns_core::is_segment_file(name.to_bytes())
-                    && sys::unlinkat(Some(&dir), name, 0).is_ok()
-                {
-                    removed += 1;
-                }
+        sys::rewind(&dir);
+        let mut removed = false;
+        maps::each_name(&dir, &mut buf, |name| {
+            if ipcns_core::is_segment_file(name.to_bytes())
+                && sys::unlinkat(Some(&dir), name, 0).is_ok()
+            {
+                removed = true;
             }
-        }
-        if removed == 0 {
+            true
+        });
+        if !removed {
             break;
         }
     }

@@ -57,8 +57,9 @@ pub fn clone_quiet() -> Result<i32, Errno> {
     unsafe { syscall5(libc::SYS_clone, 0, 0, 0, 0, 0) }.map(|p| p as i32)
 }
 
-/// `close_range(first, last, 0)` (Linux 5.9); without it, `close` of each
-/// number up to RLIMIT_NOFILE (at most 2^20).
+/// `close_range(first, last, 0)` (Linux 5.9); without it, `close` of
+/// each number up to the hard RLIMIT_NOFILE (a descriptor may have been
+/// opened under a soft limit raised since, then lowered), at most 2^20.
 pub fn close_range(first: u32, last: u32) {
     if first > last {
         return;
@@ -67,12 +68,63 @@ pub fn close_range(first: u32, last: u32) {
     if unsafe { syscall3(libc::SYS_close_range, first as usize, last as usize, 0) }.is_ok() {
         return;
     }
-    let limit = ipcns_sys::cred::soft_limit(libc::RLIMIT_NOFILE as usize)
-        .unwrap_or(1024)
-        .min(1 << 20) as u32;
+    let limit = hard_nofile().min(1 << 20) as u32;
     for fd in first..=last.min(limit.saturating_sub(1)) {
         close(fd as i32);
     }
+}
+
+/// The hard RLIMIT_NOFILE (`prlimit64(0, RLIMIT_NOFILE, NULL, &old)`:
+/// `rlim_max`); 2^20 (the kernel's default `nr_open`) if unknown.
+fn hard_nofile() -> u64 {
+    // struct rlimit64 { rlim_cur, rlim_max }.
+    let mut old = [0u64; 2];
+    // SAFETY: no new limit; the old one into two u64 we own.
+    let r = unsafe {
+        syscall4(
+            libc::SYS_prlimit64,
+            0,
+            libc::RLIMIT_NOFILE as usize,
+            0,
+            old.as_mut_ptr() as usize,
+        )
+    };
+    match r {
+        Ok(_) => old[1],
+        Err(_) => 1 << 20,
+    }
+}
+
+/// `lseek(fd, 0, SEEK_SET)`: back to the start of a directory, for
+/// `getdents64` to list it again (`Fd::seek` is for SEEK_DATA and
+/// SEEK_HOLE only).
+pub fn rewind(fd: &Fd) {
+    // SAFETY: integers only.
+    let _ = unsafe {
+        syscall3(
+            libc::SYS_lseek,
+            fd.raw() as usize,
+            0,
+            libc::SEEK_SET as usize,
+        )
+    };
+}
+
+/// `readlinkat(AT_FDCWD, path, buf, len)`: the bytes of the link's
+/// target written into `buf` (truncated to it).
+pub fn readlink<'a>(path: &CStr, buf: &'a mut [u8]) -> Result<&'a [u8], Errno> {
+    // SAFETY: a NUL-terminated path; the kernel writes at most buf.len()
+    // bytes into our buffer.
+    let n = unsafe {
+        syscall4(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD as usize,
+            path.as_ptr() as usize,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+        )
+    }?;
+    Ok(buf.get(..n).unwrap_or(buf))
 }
 
 /// `close(fd)` of a number that is not an [`Fd`] of ours.
@@ -152,15 +204,16 @@ pub fn unlinkat(dir: Option<&Fd>, name: &CStr, flags: i32) -> Result<(), Errno> 
 }
 
 /// `ppoll(fds, n, timeout, NULL)`: waits until one of `fds` is readable
-/// or `timeout_ns` passed (EINTR counts as a wake).
-pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) {
+/// or `timeout_ns` passed; whether one is (EINTR and errors count as a
+/// timeout).
+pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> bool {
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: `fds` is ours, the kernel writes their `revents`; it reads
     // one timespec of ours; no signal mask.
-    let _ = unsafe {
+    let r = unsafe {
         syscall5(
             libc::SYS_ppoll,
             fds.as_mut_ptr() as usize,
@@ -170,11 +223,14 @@ pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) {
             0,
         )
     };
+    r.is_ok_and(|n| n > 0)
 }
 
 /// `wait4(pid, NULL, WNOHANG | __WALL, NULL)`: reaps child `pid` if it
 /// has ended (a guardian that ended before the process did stays a
-/// zombie until then, or until this).
+/// zombie until then, or until this). The caller makes sure `pid` is a
+/// guardian this very process started (a fork child inherits the
+/// number, not the child).
 pub fn reap(pid: i32) -> bool {
     // SAFETY: no status, no rusage.
     unsafe {
