@@ -169,11 +169,15 @@ pub fn possible() -> bool {
     if ipcns_sys::process::getpid() == 1 {
         return false;
     }
+    let children = "/proc/self/ns/pid_for_children";
     match (
         std::fs::metadata("/proc/self/ns/pid"),
-        std::fs::metadata("/proc/self/ns/pid_for_children"),
+        std::fs::metadata(children),
     ) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        // A new pid namespace with no process yet: the link is there but
+        // leads nowhere (ENOENT) until its init is made.
+        (Ok(_), Err(_)) if std::fs::symlink_metadata(children).is_ok() => false,
         // Before Linux 4.12 there is no pid_for_children; without /proc
         // the guardian never removes anything (`scan.rs`).
         _ => true,
@@ -299,16 +303,30 @@ fn guard(plan: &Plan, r: i32) -> ! {
         since: scan::start_time(&scan::ProcPath::new(b"/proc/self")).unwrap_or(0),
     };
     let mut delay = FIRST_DELAY_NS;
+    // The last scan found no member: one more, a moment later, before
+    // removing (a process in the middle of an exec shows neither the
+    // old image's maps nor the new one's environment for that moment;
+    // the EOF comes just then when it closed its descriptors to exec).
+    let mut quiet = false;
     loop {
         if !still_there(plan) {
             sys::exit(0);
         }
         let mut pids = [0u32; WATCHED];
-        let woken = match scan::members(&target, me, &mut pids) {
-            Some(0) => {
+        let found = scan::members(&target, me, &mut pids);
+        quiet = match found {
+            Some(0) if quiet => {
                 remove(plan);
                 sys::exit(0);
             }
+            Some(0) => {
+                wait_for(&[], CONFIRM_NS);
+                true
+            }
+            _ => false,
+        };
+        let woken = match found {
+            Some(0) => continue,
             Some(n) => wait_for(pids.get(..n).unwrap_or(&pids), delay),
             // /proc cannot tell: wait and look again.
             None => wait_for(&[], delay),
@@ -322,6 +340,9 @@ fn guard(plan: &Plan, r: i32) -> ! {
 /// The scan's first wait, and its longest (the waits double between).
 const FIRST_DELAY_NS: u64 = 1_000_000_000;
 const LAST_DELAY_NS: u64 = 60_000_000_000;
+/// The wait between the scan that found no member and the one that
+/// confirms it.
+const CONFIRM_NS: u64 = 200_000_000;
 /// How many of the processes seen the guardian waits for by their pidfd.
 const WATCHED: usize = 16;
 

@@ -232,6 +232,9 @@ fn task(t: &Target, base: &ProcPath) -> Seen {
     let env = match ipcns_sys::fs::open_c(base.with(b"/environ").c(), libc::O_RDONLY, 0) {
         Ok(fd) => fd,
         Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
+        // ESRCH: a leader that exited (a zombie: no memory) while other
+        // threads live; its maps were empty.
+        Err(_) if lines == 0 => return Seen::Empty,
         Err(_) => return Seen::No,
     };
     let (named, empty) = names(t, &env);

@@ -10,12 +10,34 @@
  *                        too) but keeps the arena mapped; then waits for
  *                        EOF on stdin, uses the namespace again, prints
  *                        "done" and exits.
+ *                        MODE "late": the fork child closes every
+ *                        descriptor from 3 up before its exec, and the
+ *                        exec'd child makes no call for 2 s, then checks
+ *                        that the set is there (semget) and prints
+ *                        "late ok" before waiting for EOF.
+ *                        MODE "leader": the fork child does not exec; it
+ *                        closes every descriptor from 3 up, and its main
+ *                        thread exits (pthread_exit) while a second one
+ *                        waits for EOF, uses the namespace, prints "done".
  *   nslife waits         unshares, forks one child that exits, and
  *                        calls wait(NULL) twice and waitpid(-1, WNOHANG)
  *                        once: the child, then ECHILD twice; counts
  *                        SIGCHLD (one).
+ *   nslife pidns         unshare(CLONE_NEWPID | CLONE_NEWIPC) (root): prints
+ *                        "ns NAME", forks a child that prints "pid N" (1:
+ *                        no guardian took the new pid namespace's first
+ *                        pid) and uses the namespace; waits for it.
+ *   nslife clonepid      clone(CLONE_NEWPID | CLONE_NEWIPC) (root): the
+ *                        child (pid 1) prints "ns NAME" and "member
+ *                        none|N" (its membership descriptor).
+ *   nslife apart         unshare(CLONE_NEWPID), then unshare(CLONE_NEWIPC)
+ *                        (root): prints "ns NAME", "member none|N".
+ *   nslife refused       unshare(CLONE_NEWIPC | CLONE_PARENT), which the
+ *                        kernel refuses: prints the result, errno and
+ *                        $IPCNS.
  */
 #include "t.h"
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/shm.h>
@@ -73,14 +95,118 @@ static void use(void)
 		_exit(4);
 }
 
+static void close_from_3(void)
+{
+	for (int fd = 3; fd < 4096; fd++)
+		close(fd);
+}
+
+static void *last_thread(void *arg)
+{
+	(void)arg;
+	char b[16];
+	while (read(0, b, sizeof b) > 0)
+		;
+	use();
+	printf("done\n");
+	fflush(stdout);
+	exit(0);
+}
+
+static void member(void)
+{
+	const char *m = getenv("IPCNS_MEMBER_FD");
+	printf("ns %s\nmember %s\n", getenv("IPCNS"), m ? m : "none");
+	fflush(stdout);
+}
+
+/* The root-only modes with CLONE_NEWPID. */
+static int pidns(const char *how)
+{
+	if (!strcmp(how, "pidns")) {
+		if (unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0) {
+			printf("unshare = -1 %s\n", strerrorname_np(errno));
+			return 1;
+		}
+		if (msgget(KEY, IPC_CREAT | 0600) < 0)
+			return 1;
+		printf("ns %s\n", getenv("IPCNS"));
+		fflush(stdout);
+		pid_t c = fork();
+		if (c == 0) {
+			printf("pid %d\n", (int)getpid());
+			use();
+			fflush(stdout);
+			_exit(0);
+		}
+		int st = 0;
+		return c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	if (!strcmp(how, "clonepid")) {
+		fflush(stdout);
+		long c = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD, 0, 0, 0, 0);
+		if (c == 0) {
+			if (getpid() != 1 || msgget(KEY, IPC_CREAT | 0600) < 0)
+				_exit(3);
+			use();
+			member();
+			_exit(0);
+		}
+		int st = 0;
+		return c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	/* apart */
+	if (unshare(CLONE_NEWPID) != 0 || unshare(CLONE_NEWIPC) != 0) {
+		printf("unshare = -1 %s\n", strerrorname_np(errno));
+		return 1;
+	}
+	if (msgget(KEY, IPC_CREAT | 0600) < 0)
+		return 1;
+	member();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	start();
 	if (argc == 2 && !strcmp(argv[1], "waits"))
 		return waits();
+	if (argc == 2 && (!strcmp(argv[1], "pidns") || !strcmp(argv[1], "clonepid") ||
+			  !strcmp(argv[1], "apart")))
+		return pidns(argv[1]);
+	if (argc == 2 && !strcmp(argv[1], "refused")) {
+		errno = 0;
+		int r = unshare(CLONE_NEWIPC | CLONE_PARENT);
+		printf("unshare = %d %s IPCNS=%s member %s\n", r, strerrorname_np(errno),
+		       getenv("IPCNS"), getenv("IPCNS_MEMBER_FD") ? "set" : "none");
+		T(msgget(KEY, IPC_CREAT | 0600) >= 0);
+		return 0;
+	}
 	if (argc != 3)
 		return 2;
 	const char *mode = argv[2];
+	if (!strcmp(argv[1], "child") && !strcmp(mode, "late")) {
+		printf("child %d\n", (int)getpid());
+		fflush(stdout);
+		/* No IPC call yet: the library has not mapped the arena. */
+		sleep(2);
+		int s = semget(KEY, 0, 0);
+		struct sembuf op = { 0, 1, 0 };
+		if (s < 0 || semop(s, &op, 1) != 0 || semctl(s, 0, GETVAL) != 1) {
+			printf("late semget = %d %s\n", s, strerrorname_np(errno));
+			fflush(stdout);
+			_exit(5);
+		}
+		use();
+		printf("late ok\n");
+		fflush(stdout);
+		char b[16];
+		while (read(0, b, sizeof b) > 0)
+			;
+		use();
+		printf("done\n");
+		return 0;
+	}
 	if (!strcmp(argv[1], "child")) {
 		printf("child %d\n", (int)getpid());
 		fflush(stdout);
@@ -108,7 +234,19 @@ int main(int argc, char **argv)
 	printf("ns %s\n", getenv("IPCNS"));
 	fflush(stdout);
 	pid_t c = fork();
+	if (c == 0 && !strcmp(mode, "leader")) {
+		printf("child %d\n", (int)getpid());
+		fflush(stdout);
+		use();
+		close_from_3();
+		pthread_t t;
+		if (pthread_create(&t, NULL, last_thread, NULL) != 0)
+			_exit(6);
+		pthread_exit(NULL);
+	}
 	if (c == 0) {
+		if (!strcmp(mode, "late"))
+			close_from_3();
 		execl(argv[0], argv[0], "child", mode, (char *)0);
 		_exit(127);
 	}

@@ -303,3 +303,167 @@ fn a_gone_unshared_namespace_is_not_made_again() {
         "a namespace was made"
     );
 }
+
+/// A member that closed every descriptor from 3 up (its membership one
+/// too) and exec'd a program that makes no IPC call for 2 s (the library
+/// maps the arena at the first), while the process that unshared exits at
+/// once: its environment names the namespace, which stays, usable by it,
+/// and goes once it has exited (Python's `close_fds`, sudo, `closefrom`).
+#[test]
+fn a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call() {
+    let test = "a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call";
+    if !cc_or_skip(test) {
+        return;
+    }
+    let s = scratch(test);
+    let bin = compile("nslife", s.path(), &[]);
+    let r = Run::start(&bin, s.path(), "late");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(alive(r.child), "the child ended early");
+    assert_there(
+        &r,
+        "1.5 s after the parent's exit, before the child's first call",
+    );
+    let child = r.child;
+    assert_eq!(r.finish(), "late ok\ndone\n");
+    let left = gone_within(s.path());
+    assert!(
+        left.is_empty(),
+        "left {DEADLINE:?} after the member's exit: {left:?}"
+    );
+    assert!(!alive(child));
+}
+
+/// A member whose main thread exited (its `/proc/PID/maps` is empty)
+/// while another thread lives and maps the arena, its descriptors closed
+/// and its environment not naming the namespace (a fork child, no exec):
+/// its tasks' maps keep the namespace until it exits.
+#[test]
+fn a_member_whose_leader_exited_keeps_it_by_its_threads() {
+    let test = "a_member_whose_leader_exited_keeps_it_by_its_threads";
+    if !cc_or_skip(test) {
+        return;
+    }
+    let s = scratch(test);
+    let bin = compile("nslife", s.path(), &[]);
+    let r = Run::start(&bin, s.path(), "leader");
+    let end = Instant::now() + DEADLINE;
+    let maps_empty =
+        |pid: i32| std::fs::read(format!("/proc/{pid}/maps")).is_ok_and(|m| m.is_empty());
+    while !maps_empty(r.child) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(maps_empty(r.child), "the child's leader did not exit");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_there(&r, "2.5 s after the leader's exit, a thread alive");
+    assert_eq!(r.finish(), "done\n");
+    let left = gone_within(s.path());
+    assert!(
+        left.is_empty(),
+        "left {DEADLINE:?} after the member's exit: {left:?}"
+    );
+}
+
+/// An unshare the kernel refuses for its other flags (CLONE_PARENT:
+/// EINVAL) changes nothing of ours: its errno, `$IPCNS` as it was, no
+/// membership, no namespace file left, the calls in the old namespace.
+#[test]
+fn an_unshare_the_kernel_refuses_leaves_nothing() {
+    let test = "an_unshare_the_kernel_refuses_leaves_nothing";
+    if !cc_or_skip(test) {
+        return;
+    }
+    let s = scratch(test);
+    let bin = compile("nslife", s.path(), &[]);
+    let o = nslife(&bin, s.path(), "refused");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "unshare = -1 EINVAL IPCNS=t member none\nmsgget(KEY, IPC_CREAT | 0600) >= 0 = 1\n"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(unshared(s.path()), Vec::<String>::new());
+    assert!(s.path().join("ipcns.t").exists());
+}
+
+/// `nslife ARG` through the library, in namespace `t` of `dir`.
+fn nslife(bin: &Path, dir: &Path, arg: &str) -> std::process::Output {
+    Command::new(bin)
+        .arg(arg)
+        .env("LD_PRELOAD", lib())
+        .env("IPCNS_DIR", dir)
+        .env("IPCNS", "t")
+        .env_remove("IPCNS_FD")
+        .env_remove("IPCNS_MEMBER_FD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Whether the test runs as root (the pid namespace tests need it);
+/// prints why it skips if not.
+fn root_or_skip(test: &str) -> bool {
+    if ipcns_sys::cred::geteuid() == 0 {
+        return true;
+    }
+    crate::support::skip(test, "not root: a new pid namespace needs CAP_SYS_ADMIN");
+    false
+}
+
+/// `unshare(CLONE_NEWPID | CLONE_NEWIPC)` (what `unshare -pif` does):
+/// the guardian is made before the pid namespace, in the caller's, so the
+/// first child is the new namespace's pid 1; the namespace goes with the
+/// last process as usual.
+#[test]
+fn unshare_newpid_newipc_leaves_pid_1_to_the_child() {
+    let test = "unshare_newpid_newipc_leaves_pid_1_to_the_child";
+    if !cc_or_skip(test) || !root_or_skip(test) {
+        return;
+    }
+    let s = scratch(test);
+    let bin = compile("nslife", s.path(), &[]);
+    let o = nslife(&bin, s.path(), "pidns");
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(
+        out.starts_with("ns unshare-") && out.ends_with("\npid 1\n"),
+        "{out}"
+    );
+    let left = gone_within(s.path());
+    assert!(
+        left.is_empty(),
+        "left {DEADLINE:?} after the exit: {left:?}"
+    );
+}
+
+/// `clone(CLONE_NEWPID | CLONE_NEWIPC)` and `unshare(CLONE_NEWPID)` then
+/// `unshare(CLONE_NEWIPC)`: a guardian would be (or die with) the new pid
+/// namespace's init, so none is made: no membership descriptor, and the
+/// namespace stays for `ipcns ns prune` (documented), usable meanwhile.
+#[test]
+fn no_guardian_inside_a_new_pid_namespace() {
+    let test = "no_guardian_inside_a_new_pid_namespace";
+    if !cc_or_skip(test) || !root_or_skip(test) {
+        return;
+    }
+    let s = scratch(test);
+    let bin = compile("nslife", s.path(), &[]);
+    for how in ["clonepid", "apart"] {
+        let o = nslife(&bin, s.path(), how);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{how}: {out}{}", text(&o.stderr));
+        let name = out
+            .lines()
+            .find_map(|l| l.strip_prefix("ns "))
+            .unwrap_or_else(|| panic!("{how}: {out}"))
+            .to_string();
+        assert!(out.ends_with("member none\n"), "{how}: {out}");
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            unshared(s.path()).contains(&format!("ipcns.{name}")),
+            "{how}: removed"
+        );
+        let _ = std::fs::remove_file(s.path().join(format!("ipcns.{name}")));
+        let _ = std::fs::remove_dir_all(s.path().join(format!("ipcns.{name}.d")));
+    }
+}
