@@ -24,17 +24,20 @@
 //! The namespace goes away with its last process, as the kernel frees an
 //! IPC namespace when its last task is gone (exited, killed, or moved on
 //! by another unshare), asynchronously: a guardian process
-//! (`guardian.rs`) removes the arena and its segment files then. A
+//! (`guardian/`) removes the arena and its segment files then. A
 //! process is in it from the unshare on, through fork and exec, whether
 //! or not it made an IPC call yet, by a descriptor: the write end of the
 //! guardian's pipe, open in the process (not close-on-exec, at 100 or
-//! above, named in `IPCNS_MEMBER_FD=N:INODE`). A process that closes it
-//! (a daemon closing every descriptor) stays in the namespace only while
-//! it maps the arena (the guardian looks at `/proc/*/maps` once the last
-//! descriptor is closed, and waits for those that map it). A process that
-//! unshares again, whole, closes its old one (it left that namespace;
-//! the old arena stays mapped in it, which keeps that namespace until
-//! the process ends). A name `unshare-...` is never made again by a
+//! above, named in `IPCNS_MEMBER_FD=N:INODE`). Once the last descriptor
+//! is closed, the guardian keeps the namespace while any process maps
+//! the arena, has an environment naming it, or may be a member it cannot
+//! inspect (`guardian/scan.rs`). A process that unshares again, whole,
+//! closes its old descriptor (it left that namespace). The namespace and
+//! guardian are made ([`prepare`]) before `unshare` passes its other
+//! flags to the kernel, so that with CLONE_NEWPID the guardian stays in
+//! the caller's pid namespace; none is made where it would be a new pid
+//! namespace's init (`guardian::possible`): that namespace stays until
+//! `ipcns ns prune`. A name `unshare-...` is never made again by a
 //! process that finds it gone (`Namespace::open_or_create`): its calls
 //! fail with ENOSYS, and it says so.
 

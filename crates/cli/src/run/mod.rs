@@ -368,16 +368,35 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
 /// which, when they are all that is left here, is now. They are waited
 /// for up to `limit` (and reaped), so that their namespaces are gone when
 /// the run ends; any still there then is left running, as a survivor is.
+///
+/// Only a child positively seen to be a guardian (its name and its
+/// descriptors, `sys::running_children`) is set aside: when `/proc`
+/// cannot tell, or `wait4` says children run that `/proc` does not show,
+/// or a child named so holds other descriptors at the end of `limit`,
+/// they are survivors (the namespace is kept: better too long than
+/// removed under a daemon).
 fn guardians_only(limit: Duration) -> anyhow::Result<bool> {
     let deadline = std::time::Instant::now() + limit;
     loop {
-        while let sys::Reaped::Child(..) = sys::reap()? {}
-        let (guardians, others) = sys::running_children();
-        if others > 0 {
-            return Ok(true);
-        }
-        if guardians == 0 || std::time::Instant::now() > deadline {
+        let running = loop {
+            match sys::reap()? {
+                sys::Reaped::Child(..) => continue,
+                sys::Reaped::Running => break true,
+                sys::Reaped::None => break false,
+            }
+        };
+        if !running {
             return Ok(false);
+        }
+        let late = std::time::Instant::now() > deadline;
+        match sys::running_children() {
+            Some(c) if c.others > 0 => return Ok(true),
+            // All positively guardians, left running at the deadline.
+            Some(c) if c.unsure == 0 && c.guardians > 0 && late => return Ok(false),
+            // Unsure ones, or none seen while wait4 says some run (gone
+            // since, or invisible here): look again until the deadline.
+            _ if late => return Ok(true),
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(10));
     }
