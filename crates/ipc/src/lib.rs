@@ -171,7 +171,7 @@ pub use arena::layout::Mech;
 /// Where a namespace's segment files are (for the C ABI).
 #[doc(hidden)]
 #[cfg(not(loom))]
-pub use arena::segment_dir_of;
+pub use arena::{is_segment_file, segment_dir_of};
 #[cfg(not(loom))]
 pub use arena::{Access, ArenaError, CreateOptions};
 #[cfg(not(loom))]

@@ -20,19 +20,22 @@
 //! - `procfs`: `/proc/sysvipc/*` and the ipc sysctls as the namespace's
 //!   (the file calls in `ffi/open.rs`, the raw file work in `kfile`);
 //! - `unshare`: a fresh private namespace (`unshare`, `clone` with
-//!   CLONE_NEWIPC; the entries in `ffi/ns.rs`);
+//!   CLONE_NEWIPC; the entries in `ffi/ns.rs`); `guardian`: the process
+//!   that removes it once its last process is gone;
 //! - `signals`: the program's signal handlers, wrapped so that a blocked
 //!   IPC call learns that one ran (the entries in `ffi/signals.rs`);
 //! - `once`: values published for good; `hot`: the words every call
 //!   reads, in one cache line.
 //!
-//! `unsafe` lives in `ffi`, `next`, `user`, `once` and `kfile` only, each file
+//! `unsafe` lives in `ffi`, `next`, `user`, `once`, `kfile` and
+//! `guardian/sys.rs` only, each file
 //! opening with its `# Safety` section.
 
 #![deny(unsafe_code)]
 
 mod cred;
 mod ffi;
+mod guardian;
 mod hot;
 mod kfile;
 mod msg;

@@ -3,9 +3,11 @@
 //! arena). An inherited descriptor `IPCNS_FD=N` (set by `ipcns run`) wins
 //! if it is open on a valid arena; else the namespace `$IPCNS` (default
 //! `default`) in `$IPCNS_DIR` (default `/dev/shm/ipcns-UID`), created if
-//! missing, as the `ipcns` commands find it. If it cannot be opened, one
-//! line says why on stderr and every IPC call fails with ENOSYS (what a
-//! kernel without System V IPC answers).
+//! missing, as the `ipcns` commands find it, but for a name an unshare
+//! gave (`unshare-...`): that one is gone with its last process and never
+//! made again (a process that lost its membership finds it gone). If it
+//! cannot be opened, one line says why on stderr and every IPC call fails
+//! with ENOSYS (what a kernel without System V IPC answers).
 //!
 //! The choice is published once for good (`once.rs`): after it, the hot
 //! path is one acquire load. The first caller makes it while the others
@@ -32,7 +34,7 @@ use crate::hot::HOT;
 use crate::once::Published;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
-use ipcns_core::{Errno, Namespace, SysResult, namespace};
+use ipcns_core::{ArenaError, Errno, Namespace, SysResult, namespace};
 
 /// The namespace, once chosen and opened.
 static NS: &Published<Namespace> = &HOT.ns;
@@ -220,8 +222,15 @@ fn open() -> SysResult<Namespace> {
             Ok(ns)
         }
         Err(e) => {
+            // An unshared namespace is gone with its last process and
+            // never made again by name (`unshare.rs`).
+            let why = if namespace::is_unshared(&name) && matches!(e, ArenaError::NotFound { .. }) {
+                " (an unshared namespace is removed with its last process, never made again)"
+            } else {
+                ""
+            };
             crate::next::say(&format!(
-                "ipcns: cannot open namespace {name}: {e}; System V IPC calls fail with ENOSYS\n"
+                "ipcns: cannot open namespace {name}: {e}{why}; System V IPC calls fail with ENOSYS\n"
             ));
             Err(Errno::ENOSYS)
         }

@@ -20,10 +20,28 @@
 //! `exit_sem(current)`); so does this (`exit_process`). Its shm
 //! attachments stay mapped and counted in the old namespace.
 //!
-//! Nobody removes the arena when its last process is gone (the kernel
-//! frees the namespace then): `ipcns ns remove unshare-PID-RANDOM` does.
+//! # Lifetime
+//! The namespace goes away with its last process, as the kernel frees an
+//! IPC namespace when its last task is gone (exited, killed, or moved on
+//! by another unshare), asynchronously: a guardian process
+//! (`guardian/`) removes the arena and its segment files then. A
+//! process is in it from the unshare on, through fork and exec, whether
+//! or not it made an IPC call yet, by a descriptor: the write end of the
+//! guardian's pipe, open in the process (not close-on-exec, at 100 or
+//! above, named in `IPCNS_MEMBER_FD=N:INODE`). Once the last descriptor
+//! is closed, the guardian keeps the namespace while any process maps
+//! the arena, has an environment naming it, or may be a member it cannot
+//! inspect (`guardian/scan.rs`). A process that unshares again, whole,
+//! closes its old descriptor (it left that namespace). The namespace and
+//! guardian are made ([`prepare`]) before `unshare` passes its other
+//! flags to the kernel, so that with CLONE_NEWPID the guardian stays in
+//! the caller's pid namespace; none is made where it would be a new pid
+//! namespace's init (`guardian::possible`): that namespace stays until
+//! `ipcns ns prune`. A name `unshare-...` is never made again by a
+//! process that finds it gone (`Namespace::open_or_create`): its calls
+//! fail with ENOSYS, and it says so.
 
-use crate::state;
+use crate::{guardian, state};
 use ipcns_core::{CreateOptions, Namespace, namespace};
 use std::path::PathBuf;
 
@@ -33,17 +51,33 @@ fn other_threads() -> bool {
     std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.take(2).count() > 1)
 }
 
-/// Switches the calling thread to a new private namespace: the whole
-/// process when it is the process's only thread (or in a clone child),
-/// else the thread alone (`state::give_own`). `in_child`:
-/// called in a clone child, whose undo entries are the parent's (not
-/// applied).
-pub fn new_namespace(in_child: bool) -> Result<(), i32> {
+/// A namespace made for an unshare or a clone child, not yet the
+/// caller's ([`prepare`], then [`commit`] or [`abandon`]).
+pub struct Fresh {
+    ns: Namespace,
+    path: PathBuf,
+    dir: PathBuf,
+    name: String,
+    /// The membership descriptor; none when no guardian could be made
+    /// where it would outlive the namespace's processes
+    /// (`guardian::possible`).
+    member: Option<ipcns_sys::Fd>,
+}
+
+/// Makes a new private namespace and its guardian, before anything of
+/// the caller changes: an `unshare` makes it before it passes its other
+/// flags to the kernel (with CLONE_NEWPID the guardian must stay in the
+/// caller's pid namespace), and gives it up ([`abandon`]) if the kernel
+/// refuses them.
+pub fn prepare() -> Result<Fresh, i32> {
     let old = state::opened();
     let dir: PathBuf = match old.and_then(|ns| ns.path().parent().map(|p| p.to_path_buf())) {
         Some(d) => d,
         None => namespace::dir().map_err(|_| libc::ENOMEM)?,
     };
+    // Absolute: the environment names it to programs that may run from
+    // elsewhere, and the guardian compares it with theirs.
+    let dir = std::path::absolute(&dir).map_err(|_| libc::ENOMEM)?;
     let pid = ipcns_sys::process::getpid();
     let mut r = [0u8; 4];
     let _ = ipcns_sys::process::getrandom(&mut r, 0);
@@ -58,15 +92,66 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
         },
     )
     .map_err(|_| libc::ENOMEM)?;
+    let member = if guardian::possible() {
+        match guardian::start(&path, &name) {
+            Ok(m) => Some(m),
+            Err(_) => {
+                drop(ns);
+                let _ = Namespace::remove_at(&path);
+                return Err(libc::ENOMEM);
+            }
+        }
+    } else {
+        None
+    };
+    Ok(Fresh {
+        ns,
+        path,
+        dir,
+        name,
+        member,
+    })
+}
+
+/// Gives up a namespace [`prepare`] made: its membership closed (its
+/// guardian finds it gone and exits), its files removed.
+pub fn abandon(f: Fresh) {
+    drop(f.member);
+    drop(f.ns);
+    let _ = Namespace::remove_at(&f.path);
+}
+
+/// Switches the calling thread to the namespace [`prepare`] made: the
+/// whole process when it is the process's only thread (or in a clone
+/// child), else the thread alone (`state::give_own`). `in_child`: called
+/// in a clone child, whose undo entries are the parent's (not applied).
+pub fn commit(f: Fresh, in_child: bool) -> Result<(), i32> {
+    let Fresh {
+        ns,
+        path,
+        dir,
+        name,
+        member,
+    } = f;
     if !in_child && other_threads() {
         // Linux gives the calling task alone the new namespace; the undo
         // list it shares with the other threads stays theirs (exit_sem
         // drops only its reference). No environment change: the
         // process's other threads exec into the process's namespace.
-        state::give_own(ns)?;
+        if let Err(e) = state::give_own(ns) {
+            drop(member);
+            let _ = Namespace::remove_at(&path);
+            return Err(e);
+        }
+        // The whole process holds the descriptor: the namespace lasts as
+        // long as any of its threads or children (not named in the
+        // environment, left alone here).
+        if let Some(m) = member {
+            let _ = m.into_raw();
+        }
         return Ok(());
     }
-    if let (Some(old), false) = (old, in_child) {
+    if let (Some(old), false) = (state::opened(), in_child) {
         let _ = old.exit_process();
     }
     state::drop_own();
@@ -75,5 +160,15 @@ pub fn new_namespace(in_child: bool) -> Result<(), i32> {
     crate::next::set_env("IPCNS", name.as_bytes());
     crate::next::unset_env("IPCNS_FD");
     crate::next::unset_env("IPCNS_POOL_FD");
+    guardian::leave();
+    if let Some(m) = member {
+        guardian::join(m);
+    }
     Ok(())
+}
+
+/// Switches the calling thread to a new private namespace ([`prepare`],
+/// then [`commit`]).
+pub fn new_namespace(in_child: bool) -> Result<(), i32> {
+    commit(prepare()?, in_child)
 }

@@ -15,7 +15,10 @@
 //! orphans reparented here) and asks the reaper thread to clean up after
 //! them in the namespace. When the program has ended, the dead are reaped
 //! once more and `ipcns run` exits with its status; descendants still
-//! running (daemons) are left to run, as a shell leaves them.
+//! running (daemons) are left to run, as a shell leaves them. The
+//! guardians of namespaces the program unshared (`libipcns.so`'s, named
+//! `ipcns-guardian`) are no such descendants: they end with the last
+//! process of their namespace, and are waited for a moment.
 
 mod carried;
 mod plan;
@@ -351,8 +354,52 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
             break;
         }
     }
+    if survivors {
+        survivors = guardians_only(Duration::from_secs(5))?;
+    }
     remove_private(&t, opts.keep, survivors, opts.verbose);
     Ok(ExitCode::from(exit_code(status)))
+}
+
+/// Whether processes the program started still run, once the guardians
+/// of the namespaces it unshared (`libipcns.so`'s, reparented here when
+/// the process that unshared ended) are set aside: they use none of the
+/// run's namespace and end as soon as their own has no process left,
+/// which, when they are all that is left here, is now. They are waited
+/// for up to `limit` (and reaped), so that their namespaces are gone when
+/// the run ends; any still there then is left running, as a survivor is.
+///
+/// Only a child positively seen to be a guardian (its name and its
+/// descriptors, `sys::running_children`) is set aside: when `/proc`
+/// cannot tell, or `wait4` says children run that `/proc` does not show,
+/// or a child named so holds other descriptors at the end of `limit`,
+/// they are survivors (the namespace is kept: better too long than
+/// removed under a daemon).
+fn guardians_only(limit: Duration) -> anyhow::Result<bool> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let running = loop {
+            match sys::reap()? {
+                sys::Reaped::Child(..) => continue,
+                sys::Reaped::Running => break true,
+                sys::Reaped::None => break false,
+            }
+        };
+        if !running {
+            return Ok(false);
+        }
+        let late = std::time::Instant::now() > deadline;
+        match sys::running_children() {
+            Some(c) if c.others > 0 => return Ok(true),
+            // All positively guardians, left running at the deadline.
+            Some(c) if c.unsure == 0 && c.guardians > 0 && late => return Ok(false),
+            // Unsure ones, or none seen while wait4 says some run (gone
+            // since, or invisible here): look again until the deadline.
+            _ if late => return Ok(true),
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Takes signals until the program `pid` has ended: forwards, reaps, asks

@@ -116,6 +116,96 @@ pub fn reap() -> io::Result<Reaped> {
     }
 }
 
+/// The name `libipcns.so` gives the guardian of a namespace a program
+/// unshared (`crates/preload/src/guardian`).
+const GUARDIAN: &str = "ipcns-guardian";
+
+/// This process's children that still run (zombies aside), from `/proc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Children {
+    /// Positively guardians of unshared namespaces: named
+    /// `ipcns-guardian`, holding no descriptor but pipes (one at most,
+    /// its read end) and pidfds (those it waits on).
+    pub guardians: usize,
+    /// Named so, but holding other descriptors now (a guardian in the
+    /// middle of a scan, or not a guardian): looked at again.
+    pub unsure: usize,
+    /// Anything else.
+    pub others: usize,
+}
+
+/// The running children of this process (see [`Children`]); `None` when
+/// `/proc` cannot tell: it cannot be listed, is not this pid namespace's
+/// (`/proc/self` is not this pid), or a process's `stat` cannot be read
+/// for another reason than its end.
+pub fn running_children() -> Option<Children> {
+    let me = process::getpid();
+    let own = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|l| l.to_str()?.parse::<i32>().ok());
+    if own != Some(me) {
+        return None;
+    }
+    let me = me.to_string();
+    let mut c = Children::default();
+    for p in std::fs::read_dir("/proc").ok()? {
+        let p = p.ok()?;
+        if !p
+            .file_name()
+            .as_encoded_bytes()
+            .iter()
+            .all(u8::is_ascii_digit)
+        {
+            continue;
+        }
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let stat = match std::fs::read_to_string(p.path().join("stat")) {
+            Ok(s) => s,
+            // It ended since the listing.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => continue,
+            Err(_) => return None,
+        };
+        let (head, tail) = stat.rsplit_once(") ")?;
+        let mut f = tail.split(' ');
+        let (state, ppid) = (f.next()?, f.next()?);
+        if ppid != me || state == "Z" || state == "X" {
+            continue;
+        }
+        if head
+            .split_once(" (")
+            .is_none_or(|(_, comm)| comm != GUARDIAN)
+        {
+            c.others += 1;
+        } else if guardian_fds(&p.path()) {
+            c.guardians += 1;
+        } else {
+            c.unsure += 1;
+        }
+    }
+    Some(c)
+}
+
+/// Whether the descriptors of process `dir` (`/proc/PID`) are a
+/// guardian's: pipes (one at most) and pidfds, nothing else.
+fn guardian_fds(dir: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
+        return false;
+    };
+    let mut pipes = 0;
+    for fd in fds {
+        let Ok(target) = fd.and_then(|fd| std::fs::read_link(fd.path())) else {
+            return false;
+        };
+        let t = target.as_os_str().as_encoded_bytes();
+        if t.starts_with(b"pipe:[") {
+            pipes += 1;
+        } else if t != b"anon_inode:[pidfd]" {
+            return false;
+        }
+    }
+    pipes <= 1
+}
+
 /// `kill(pid, sig)`; a process already gone (ESRCH) is no error.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     match process::kill(pid, sig) {
@@ -157,4 +247,20 @@ pub fn prepare(cmd: &mut Command, fds: Vec<RawFd>, filter: Option<Filter>) -> io
         cmd.pre_exec(hook);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_child_is_no_guardian() {
+        let mut k = Command::new("sleep").arg("5").spawn().unwrap();
+        let c = running_children().expect("/proc is this pid namespace's");
+        let _ = k.kill();
+        let _ = k.wait();
+        assert!(c.others >= 1 && c.guardians == 0, "{c:?}");
+        // This process holds more than pipes and pidfds.
+        assert!(!guardian_fds(std::path::Path::new("/proc/self")));
+    }
 }

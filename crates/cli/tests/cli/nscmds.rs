@@ -246,7 +246,7 @@ fn ns_check_reports_the_census_or_the_problems() {
 }
 
 /// The NAME column of `ns list`.
-fn listed(o: &std::process::Output) -> Vec<String> {
+pub(crate) fn listed(o: &std::process::Output) -> Vec<String> {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     let mut lines = out.lines();

@@ -887,3 +887,70 @@ fn an_executable_installed_alone_carries_its_library() {
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     assert_eq!(std::fs::read(lib).unwrap(), bytes);
 }
+
+/// Programs that unshare CLONE_NEWIPC under the real library
+/// (`unshare --ipc`): the guardian of each unshared namespace, reparented
+/// here when the process that unshared ends, is no survivor of the run:
+/// a `--private` namespace is removed at the end, and `ipcns ns list`
+/// shows no `unshare-*` namespace left. One whose member outlives the
+/// run (a background job of the unsharing shell) is listed while that
+/// member runs, and gone once it has ended.
+#[test]
+fn unshared_namespaces_go_with_their_processes_and_are_no_survivors() {
+    let test = "unshared_namespaces_go_with_their_processes_and_are_no_survivors";
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for p in ["unshare", "ipcmk", "sh"] {
+        if !std::env::split_paths(&path).any(|d| d.join(p).is_file()) {
+            skip(test, &format!("{p} is not installed"));
+            return;
+        }
+    }
+    // The real library, built beside the ipcns under test.
+    let exe = Path::new(env!("CARGO_BIN_EXE_ipcns"));
+    let lib = match ipcns_testkit::preload::from_env().map_or_else(
+        || ipcns_testkit::preload::build(exe.parent().unwrap()).map(Path::to_path_buf),
+        Ok,
+    ) {
+        Ok(l) => l,
+        Err(why) => {
+            skip(test, &why);
+            return;
+        }
+    };
+    let d = TempDir::new("unshared");
+    let run = |args: &[&str]| {
+        let mut c = d.command(&["run"]);
+        c.args(args)
+            .env("IPCNS_PRELOAD", &lib)
+            .env_remove("LD_PRELOAD")
+            .env_remove("IPCNS_FD")
+            .env_remove("IPCNS_MEMBER_FD");
+        output_within(&mut c, Duration::from_secs(60)).expect("ipcns run ended")
+    };
+    let list = || crate::nscmds::listed(&d.run(&["ns", "list"]));
+    let o = run(&["--private", "--", "unshare", "--ipc", "ipcmk", "-Q"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr), "", "kept the private namespace?");
+    assert_eq!(list(), Vec::<String>::new());
+    // The unsharing shell exits first; its background job, a member,
+    // uses the namespace 2 s later.
+    let o = run(&[
+        "--ns",
+        "t",
+        "--",
+        "unshare",
+        "--ipc",
+        "sh",
+        "-c",
+        "ipcmk -Q >/dev/null && (sleep 2; ipcmk -Q) >/dev/null 2>&1 & exit 0",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let names = list();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names[1].starts_with("unshare-"), "{names:?}");
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while list() != ["t"] && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(list(), ["t"]);
+}

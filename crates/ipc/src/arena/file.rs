@@ -595,6 +595,16 @@ pub(crate) fn create_huge_segment(
     segment_file(&dir, am, serial, size, false)
 }
 
+/// Whether `name` is one a segment directory's files take: the pool
+/// (`shm.pool`) or a segment's own file (`shm.N`). Removing a namespace
+/// removes these and nothing else.
+pub fn is_segment_file(name: &[u8]) -> bool {
+    name == POOL_NAME.as_bytes()
+        || name
+            .strip_prefix(b"shm.")
+            .is_some_and(|s| !s.is_empty() && s.iter().all(u8::is_ascii_digit))
+}
+
 /// Removes the `shm.N` files of `dir` and `dir` itself if that leaves it
 /// empty, when it is a real directory owned by `owner`.
 pub(crate) fn remove_segment_dir(dir: &Path, owner: u32) {
@@ -606,12 +616,7 @@ pub(crate) fn remove_segment_dir(dir: &Path, owner: u32) {
     }
     if let Ok(names) = fs::dir_names(dir) {
         for n in names {
-            let is_segment = n.to_str().is_some_and(|n| {
-                n == POOL_NAME
-                    || n.strip_prefix("shm.")
-                        .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            });
-            if is_segment {
+            if is_segment_file(n.as_encoded_bytes()) {
                 let _ = fs::unlink(&dir.join(n));
             }
         }

@@ -17,7 +17,7 @@ pub mod map;
 pub(crate) mod pool;
 
 use crate::lock::boot_id;
-pub use file::{Access, segment_dir_of};
+pub use file::{Access, is_segment_file, segment_dir_of};
 pub(crate) use file::{
     POOL_SIZE, create_huge_segment, create_segment, euid, is_arena, not_found, open_pool,
     private_dir, remove_segment_dir, remove_segments,

@@ -92,6 +92,14 @@ pub fn check_name(name: &str) -> Result<(), ArenaError> {
     })
 }
 
+/// Whether `name` is one that `unshare(CLONE_NEWIPC)` under
+/// `libipcns.so` gives its namespaces (`unshare-PID-RANDOM`): removed with
+/// their last process, never made again by name
+/// ([`Namespace::open_or_create`]).
+pub fn is_unshared(name: &str) -> bool {
+    name.starts_with("unshare-")
+}
+
 /// The arena path of namespace `name` (see [`check_name`]) in [`dir`].
 pub fn path_of(name: &str) -> Result<PathBuf, ArenaError> {
     check_name(name)?;
@@ -221,9 +229,14 @@ impl Namespace {
 
     /// Attaches to namespace `name`, creating it with default options if
     /// it does not exist (as every process has an IPC namespace); honours
-    /// `IPCNS_SHARED` as [`Namespace::open`] does.
+    /// `IPCNS_SHARED` as [`Namespace::open`] does. A name that
+    /// `unshare(CLONE_NEWIPC)` gives (`unshare-...`, [`is_unshared`]) is
+    /// never made here: such a namespace is gone with its last process
+    /// (`libipcns.so`'s guardian removed it), and one made again under its
+    /// name would split its users and outlive them all; NotFound then.
     pub fn open_or_create(name: &str) -> Result<Namespace, ArenaError> {
         match Namespace::open(name) {
+            Err(e @ ArenaError::NotFound { .. }) if is_unshared(name) => Err(e),
             Err(ArenaError::NotFound { .. }) => {
                 match Namespace::create(name, CreateOptions::default()) {
                     Err(ArenaError::Exists { .. }) => Namespace::open(name),
@@ -261,6 +274,21 @@ impl Namespace {
         arena::remove_segments(path, owner);
         crate::shm::remove_huge_dirs(&id, owner);
         Ok(())
+    }
+
+    /// The directories [`Namespace::remove_at`] clears for the arena at
+    /// `path`: its segment directory `<arena>.d` and, for each hugetlbfs
+    /// mount found now, the one its huge page segments would use. For a
+    /// remover that must not allocate when it removes (the unshare
+    /// guardian of `libipcns.so`); it removes there only the names
+    /// [`crate::is_segment_file`] accepts, in a directory of the arena's
+    /// owner.
+    #[doc(hidden)]
+    pub fn segment_dirs_at(path: &Path) -> Result<Vec<PathBuf>, crate::errno::Errno> {
+        let id = fs::lstat(path)?;
+        let mut dirs = vec![arena::segment_dir_of(path)];
+        dirs.extend(crate::shm::huge_dirs(&id));
+        Ok(dirs)
     }
 
     /// The names of the namespaces in [`dir`]: regular files named

@@ -342,9 +342,15 @@ pub(crate) fn resident_bytes(a: &Arena, serial: u64, h: &Huge) -> u64 {
 /// Removes the directories of the arena `id` (owned by `owner`) on every
 /// hugetlbfs mount, with their segment files (`ipcns ns remove`).
 pub(crate) fn remove_dirs(id: &Stat, owner: u32) {
-    for mount in mounts() {
-        arena::remove_segment_dir(&dir_under(&mount, id), owner);
+    for d in dirs(id) {
+        arena::remove_segment_dir(&d, owner);
     }
+}
+
+/// The directories the arena `id`'s huge page segments would have, one
+/// per hugetlbfs mount found now (they may not exist).
+pub(crate) fn dirs(id: &Stat) -> Vec<PathBuf> {
+    mounts().iter().map(|m| dir_under(m, id)).collect()
 }
 
 #[cfg(test)]

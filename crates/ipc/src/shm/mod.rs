@@ -321,6 +321,12 @@ pub(crate) fn remove_huge_dirs(id: &crate::sys::Stat, owner: u32) {
     huge::remove_dirs(id, owner);
 }
 
+/// The huge page segment directories of the arena `id`, one per
+/// hugetlbfs mount found now.
+pub(crate) fn huge_dirs(id: &crate::sys::Stat) -> Vec<PathBuf> {
+    huge::dirs(id)
+}
+
 /// The backing file of the segment with serial `serial`,
 /// `<arena>.d/shm.<serial>`.
 pub(crate) fn segment_path(a: &Session, serial: u64) -> PathBuf {

@@ -2,7 +2,11 @@
 //! CLONE_NEWIPC (`unshare.rs`): the flag is taken off, the rest goes to
 //! the kernel (not called at all when nothing is left), and on success
 //! the caller (unshare) or the child (clone) is switched to a fresh
-//! private namespace. A clone with CLONE_NEWIPC that shares memory
+//! private namespace. For `unshare` the namespace and its guardian are
+//! made first, before the kernel sees the other flags (a guardian made
+//! after `CLONE_NEWPID` would be the new pid namespace's init), and given
+//! up if the kernel refuses them: its errno is returned, nothing of ours
+//! changed. A clone with CLONE_NEWIPC that shares memory
 //! (CLONE_VM) or names a new stack is refused with EINVAL: the child
 //! would have to run our code on a stack it does not own, and with shared
 //! memory it could not have a namespace of its own.
@@ -39,17 +43,28 @@ fn switch(in_child: bool) -> Result<(), i32> {
 /// `int unshare(int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn unshare(flags: c_int) -> c_int {
+    use crate::unshare::{abandon, commit, prepare};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
     if flags & libc::CLONE_NEWIPC == 0 {
         return call_unshare(flags);
     }
     let rest = flags & !libc::CLONE_NEWIPC;
+    let fresh = match catch_unwind(prepare).unwrap_or(Err(libc::ENOMEM)) {
+        Ok(f) => f,
+        Err(e) => return ours(Err(e)) as c_int,
+    };
     if rest != 0 {
         let r = call_unshare(rest);
         if r != 0 {
+            // The kernel's refusal stands, as if we had not been there.
+            let e = next::errno();
+            let _ = catch_unwind(AssertUnwindSafe(|| abandon(fresh)));
+            next::set_errno(e);
             return r;
         }
     }
-    ours(switch(false)) as c_int
+    ours(catch_unwind(AssertUnwindSafe(|| commit(fresh, false))).unwrap_or(Err(libc::ENOMEM)))
+        as c_int
 }
 
 fn call_unshare(flags: c_int) -> c_int {

@@ -15,6 +15,7 @@
 //! a `cdylib` for nobody's tests.
 
 mod compare;
+mod lifetime;
 mod namespace;
 mod procfs;
 mod support;

@@ -1,0 +1,430 @@
+//! Who is still in an unshared namespace once its last membership
+//! descriptor closed, from `/proc`, without allocating and without a
+//! panic site (see `maps.rs`).
+//!
+//! The rule is conservative: better to keep a namespace too long than to
+//! remove one in use. A process counts if
+//! - it **maps the arena** (`/proc/PID/maps`: the inode, and the device
+//!   where it can be trusted, see [`Target::dev`]); a process whose maps
+//!   are empty (its thread group leader exited while other threads live)
+//!   by the maps of each of its tasks (`/proc/PID/task/TID/maps`);
+//! - or its **environment** as of its exec names the namespace
+//!   (`/proc/PID/environ`, or its tasks' likewise: `IPCNS=NAME`, and
+//!   `IPCNS_DIR` the arena's directory, relative (unknown, so counted), or
+//!   unset when that is the default directory of the arena's owner): a
+//!   member that exec'd with its descriptors closed (Python's
+//!   `close_fds`, sudo, `closefrom` daemons) and has made no IPC call yet
+//!   (the library maps the arena at the first). Guardians (named
+//!   `ipcns-guardian`) are not counted by their environment: they are
+//!   copies of a process that may have been exec'd in this namespace;
+//! - or it **may be** a member: its maps or environment cannot be read
+//!   (EACCES, EPERM: not dumpable, or under a stricter ptrace policy),
+//!   one of its uids (`/proc/PID/status`: real, effective, saved, file
+//!   system) is the arena's owner, and it is the process that unshared
+//!   or started no earlier than the guardian (`/proc/PID/stat`'s start
+//!   time: a process is in the namespace only by descent from the one
+//!   that unshared, after the unshare; the init of a container, unreadable
+//!   even to its root, is not). Unreadable processes of other uids do not
+//!   count: they cannot open the arena (mode 0600).
+//!
+//! If `/proc` cannot be listed, or is not the guardian's pid namespace's
+//! (`/proc/self` is not its pid), the answer is "unknown": nothing is
+//! removed then.
+
+use super::maps::{self, dec};
+use core::ffi::CStr;
+use ipcns_sys::{Errno, Fd};
+
+/// The namespace the scan looks for, made before the clone.
+pub struct Target<'a> {
+    /// The arena's inode.
+    pub ino: u64,
+    /// Its device as the maps show it, if they show the `stat` one (they
+    /// may not: btrfs subvolumes, overlayfs); else the inode alone.
+    pub dev: Option<(u32, u32)>,
+    /// The namespace's name (`IPCNS`) and directory (`IPCNS_DIR`,
+    /// absolute, no trailing `/`).
+    pub name: &'a [u8],
+    pub dir: &'a [u8],
+    /// `dir` is the default directory of the arena's owner, which an
+    /// unset `IPCNS_DIR` means.
+    pub default_dir: bool,
+    /// The arena's owner.
+    pub uid: u32,
+    /// The process that unshared, and the guardian's start time (clock
+    /// ticks since boot): an unreadable process may be a member only if
+    /// it is the one or started no earlier.
+    pub creator: u32,
+    pub since: u64,
+}
+
+/// A `/proc` path built in place: at most 63 bytes, NUL-terminated.
+#[derive(Clone, Copy)]
+pub struct ProcPath {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl ProcPath {
+    pub fn new(start: &[u8]) -> ProcPath {
+        let mut p = ProcPath {
+            buf: [0; 64],
+            len: 0,
+        };
+        p.push(start);
+        p
+    }
+
+    /// Appends `b` (what does not fit is dropped: the path then names
+    /// nothing that exists, and a failed open counts for no process).
+    pub fn push(&mut self, b: &[u8]) -> &mut ProcPath {
+        for &c in b {
+            // The last byte stays the NUL.
+            if self.len.saturating_add(1) >= self.buf.len() {
+                break;
+            }
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = c;
+                self.len = self.len.saturating_add(1);
+            }
+        }
+        self
+    }
+
+    /// Appends `v` in decimal.
+    pub fn num(&mut self, mut v: u32) -> &mut ProcPath {
+        let mut digits = [0u8; 10];
+        let mut at = digits.len();
+        loop {
+            at = at.saturating_sub(1);
+            if let Some(d) = digits.get_mut(at) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+            if v == 0 || at == 0 {
+                break;
+            }
+        }
+        self.push(digits.get(at..).unwrap_or_default())
+    }
+
+    /// With `tail` appended, as a C string.
+    pub fn with(&self, tail: &[u8]) -> ProcPath {
+        let mut p = *self;
+        p.push(tail);
+        p
+    }
+
+    pub fn c(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.buf).unwrap_or_default()
+    }
+}
+
+/// What one task's files say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Member,
+    /// Its files may not be read: a member if it is of the owner's uid.
+    Unreadable,
+    /// Its maps and environment are empty: a process whose leader
+    /// exited (its other tasks tell), or a kernel thread.
+    Empty,
+    No,
+}
+
+/// Whether `/proc` is the guardian's pid namespace's: `/proc/self` names
+/// the guardian by its own pid.
+pub fn proc_is_ours(me: u32) -> bool {
+    let mut buf = [0u8; 16];
+    super::sys::readlink(c"/proc/self", &mut buf)
+        .ok()
+        .and_then(dec)
+        .is_some_and(|p| p == u64::from(me))
+}
+
+/// The processes besides `me` that count as members of `t` (see the
+/// module doc): how many, the first `pids.len()` of them in `pids`;
+/// `None` if `/proc` cannot tell.
+pub fn members(t: &Target, me: u32, pids: &mut [u32]) -> Option<usize> {
+    if !proc_is_ours(ipcns_sys::process::getpid() as u32) {
+        return None;
+    }
+    let proc = ipcns_sys::fs::open_c(c"/proc", libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()?;
+    let mut found = 0usize;
+    let mut buf = [0u8; 2048];
+    let listed = maps::each_name(&proc, &mut buf, |name| {
+        let Some(pid) = dec(name.to_bytes()).and_then(|p| u32::try_from(p).ok()) else {
+            return true;
+        };
+        if pid != me && counts(t, pid) {
+            if let Some(slot) = pids.get_mut(found) {
+                *slot = pid;
+            }
+            found = found.saturating_add(1);
+        }
+        true
+    });
+    listed.then_some(found)
+}
+
+/// Whether process `pid` counts as a member of `t`.
+fn counts(t: &Target, pid: u32) -> bool {
+    let mut base = ProcPath::new(b"/proc/");
+    base.num(pid);
+    let seen = match task(t, &base) {
+        Seen::Empty => tasks(t, &base),
+        s => s,
+    };
+    match seen {
+        Seen::Member => true,
+        Seen::Unreadable => {
+            of_uid(&base, t.uid)
+                && (pid == t.creator || start_time(&base).is_none_or(|s| s >= t.since))
+        }
+        Seen::Empty | Seen::No => false,
+    }
+}
+
+/// What the tasks of process `base` say: the first that is a member or
+/// unreadable.
+fn tasks(t: &Target, base: &ProcPath) -> Seen {
+    let Ok(dir) = ipcns_sys::fs::open_c(
+        base.with(b"/task").c(),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    ) else {
+        return Seen::No;
+    };
+    let mut buf = [0u8; 1024];
+    let mut seen = Seen::No;
+    maps::each_name(&dir, &mut buf, |name| {
+        let Some(tid) = dec(name.to_bytes()).and_then(|p| u32::try_from(p).ok()) else {
+            return true;
+        };
+        let mut p = base.with(b"/task/");
+        p.num(tid);
+        match task(t, &p) {
+            s @ (Seen::Member | Seen::Unreadable) => {
+                seen = s;
+                false
+            }
+            Seen::Empty | Seen::No => true,
+        }
+    });
+    seen
+}
+
+/// What the maps and environment of `base` (a process's or a task's
+/// directory) say.
+fn task(t: &Target, base: &ProcPath) -> Seen {
+    let mut hit = false;
+    let lines = match maps::each(base.with(b"/maps").c(), |m| {
+        hit = m.ino == t.ino && t.dev.is_none_or(|d| d == m.dev);
+        !hit
+    }) {
+        Ok(n) => n,
+        Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
+        Err(_) => return Seen::No,
+    };
+    if hit {
+        return Seen::Member;
+    }
+    let env = match ipcns_sys::fs::open_c(base.with(b"/environ").c(), libc::O_RDONLY, 0) {
+        Ok(fd) => fd,
+        Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
+        // ESRCH: a leader that exited (a zombie: no memory) while other
+        // threads live; its maps were empty.
+        Err(_) if lines == 0 => return Seen::Empty,
+        Err(_) => return Seen::No,
+    };
+    let (named, empty) = names(t, &env);
+    if named && !is_guardian(base) {
+        Seen::Member
+    } else if lines == 0 && empty {
+        Seen::Empty
+    } else {
+        Seen::No
+    }
+}
+
+/// Whether the environment `env` names `t` (see the module doc), and
+/// whether it is empty.
+fn names(t: &Target, env: &Fd) -> (bool, bool) {
+    let mut name = false;
+    // None: IPCNS_DIR unset (or empty).
+    let mut dir: Option<bool> = None;
+    let mut empty = true;
+    maps::each_record(env, 0, |r, whole| {
+        empty = false;
+        if let Some(v) = r.strip_prefix(b"IPCNS=") {
+            name = whole && v == t.name;
+        } else if let Some(v) = r.strip_prefix(b"IPCNS_DIR=") {
+            dir = (!v.is_empty()).then(|| {
+                // Longer than the buffer, or relative: cannot tell, so
+                // it counts.
+                !whole || !v.starts_with(b"/") || trim_slashes(v) == t.dir
+            });
+        }
+        true
+    });
+    (name && dir.unwrap_or(t.default_dir), empty)
+}
+
+fn trim_slashes(mut v: &[u8]) -> &[u8] {
+    while let [rest @ .., b'/'] = v {
+        if rest.is_empty() {
+            break;
+        }
+        v = rest;
+    }
+    v
+}
+
+/// Whether `base` is a guardian (its name, `/proc/PID/comm`).
+fn is_guardian(base: &ProcPath) -> bool {
+    let Ok(fd) = ipcns_sys::fs::open_c(base.with(b"/comm").c(), libc::O_RDONLY, 0) else {
+        return false;
+    };
+    let mut yes = false;
+    maps::each_record(&fd, b'\n', |r, _| {
+        yes = r == b"ipcns-guardian";
+        false
+    });
+    yes
+}
+
+/// The start time of process `base` (`/proc/PID/stat`, field 22, clock
+/// ticks since boot); `None` if it cannot be read.
+pub fn start_time(base: &ProcPath) -> Option<u64> {
+    let fd = ipcns_sys::fs::open_c(base.with(b"/stat").c(), libc::O_RDONLY, 0).ok()?;
+    let mut t = None;
+    maps::each_record(&fd, b'\n', |l, _| {
+        // "pid (comm) state ppid ...": comm may hold spaces and ")".
+        let tail = l
+            .iter()
+            .rposition(|&b| b == b')')
+            .and_then(|at| l.get(at.saturating_add(2)..));
+        t = tail
+            .and_then(|f| f.split(|&b| b == b' ').nth(19))
+            .and_then(dec);
+        false
+    });
+    t
+}
+
+/// Whether one of the uids of process `base` (`/proc/PID/status`, line
+/// `Uid:`: real, effective, saved, file system) is `uid`; true if that
+/// cannot be read but the process is there (it may be).
+fn of_uid(base: &ProcPath, uid: u32) -> bool {
+    let fd = match ipcns_sys::fs::open_c(base.with(b"/status").c(), libc::O_RDONLY, 0) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT | Errno::ESRCH) => return false,
+        Err(_) => return true,
+    };
+    let mut found = None;
+    maps::each_record(&fd, b'\n', |l, _| {
+        let Some(ids) = l.strip_prefix(b"Uid:") else {
+            return true;
+        };
+        found = Some(
+            ids.split(|&b| b == b'\t' || b == b' ')
+                .filter_map(dec)
+                .any(|u| u == u64::from(uid)),
+        );
+        false
+    });
+    found.unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn builds_paths() {
+        let mut p = ProcPath::new(b"/proc/");
+        p.num(4194304);
+        assert_eq!(p.with(b"/maps").c(), c"/proc/4194304/maps");
+        p = ProcPath::new(b"/proc/");
+        p.num(0).push(b"/task/").num(u32::MAX);
+        assert_eq!(p.c(), c"/proc/0/task/4294967295");
+        let mut long = ProcPath::new(&[b'x'; 100]);
+        long.push(b"y");
+        assert_eq!(long.c().to_bytes().len(), 63);
+        assert_eq!(trim_slashes(b"/a/b//"), b"/a/b");
+        assert_eq!(trim_slashes(b"/"), b"/");
+    }
+
+    #[test]
+    fn finds_processes_by_their_mapping_and_by_their_environment() {
+        let me = std::process::id();
+        assert!(proc_is_ours(me));
+        assert!(!proc_is_ours(me.wrapping_add(1)));
+        // Some process (this one) maps the file that holds this binary.
+        let exe = std::fs::metadata("/proc/self/exe").unwrap();
+        let t = Target {
+            ino: exe.ino(),
+            dev: Some((libc::major(exe.dev()), libc::minor(exe.dev()))),
+            name: b"unshare-1-scantest",
+            dir: b"/tmp/scantest",
+            default_dir: false,
+            uid: ipcns_sys::cred::geteuid(),
+            creator: 0,
+            since: u64::MAX,
+        };
+        let found = |t: &Target| {
+            let mut pids = [0u32; 256];
+            let n = members(t, 0, &mut pids).unwrap();
+            pids[..n.min(256)].to_vec()
+        };
+        assert!(found(&t).contains(&me));
+        // Not the scanning process itself.
+        let mut pids = [0u32; 256];
+        let n = members(&t, me, &mut pids).unwrap();
+        assert!(!pids[..n.min(256)].contains(&me));
+        // By the environment as of the exec.
+        let t = Target { ino: u64::MAX, ..t };
+        let sleeper = |dir: Option<&str>| {
+            let mut c = std::process::Command::new("sleep");
+            c.arg("5").env("IPCNS", "unshare-1-scantest");
+            match dir {
+                Some(d) => c.env("IPCNS_DIR", d),
+                None => c.env_remove("IPCNS_DIR"),
+            };
+            c.spawn().unwrap()
+        };
+        let mut kids = Vec::new();
+        for (dir, default_dir, counted) in [
+            (Some("/tmp/scantest/"), false, true),
+            (Some("/tmp/other"), false, false),
+            (Some("relative"), false, true),
+            (None, true, true),
+            (None, false, false),
+        ] {
+            let mut k = sleeper(dir);
+            let t = Target { default_dir, ..t };
+            // The exec'd environment is there once comm is sleep's.
+            let pid = k.id();
+            for _ in 0..500 {
+                if std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c == "sleep\n")
+                {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            assert_eq!(found(&t).contains(&pid), counted, "{dir:?} {default_dir}");
+            let _ = k.kill();
+            kids.push(k);
+        }
+        for mut k in kids {
+            let _ = k.wait();
+        }
+        let base = ProcPath::new(b"/proc/self");
+        assert!(of_uid(&base, ipcns_sys::cred::geteuid()));
+        let init = start_time(&ProcPath::new(b"/proc/1")).unwrap();
+        assert!(start_time(&base).unwrap() >= init);
+        assert!(!of_uid(&ProcPath::new(b"/proc/nonexistent"), 0));
+    }
+}
