@@ -168,12 +168,12 @@ mod wait;
 pub use arena::header::MAGIC as ARENA_MAGIC;
 #[cfg(not(loom))]
 pub use arena::layout::Mech;
+#[cfg(not(loom))]
+pub use arena::{Access, ArenaError, CreateOptions};
 /// Where a namespace's segment files are (for the C ABI).
 #[doc(hidden)]
 #[cfg(not(loom))]
 pub use arena::{is_segment_file, segment_dir_of};
-#[cfg(not(loom))]
-pub use arena::{Access, ArenaError, CreateOptions};
 #[cfg(not(loom))]
 pub use creds::Cred;
 #[cfg(not(loom))]
