@@ -89,11 +89,8 @@ struct Plan {
     maps_dev: Option<(u32, u32)>,
     /// Its owner.
     uid: u32,
-    /// The namespace's name and directory (absolute, no trailing `/`),
-    /// and whether that is the owner's default one.
+    /// The namespace's name.
     name: Vec<u8>,
-    dir: Vec<u8>,
-    default_dir: bool,
     /// The process that unshared.
     creator: u32,
     /// The segment directories (`Namespace::segment_dirs_at`).
@@ -195,11 +192,6 @@ pub fn start(arena: &Path, name: &str) -> Result<Fd, Errno> {
         .iter()
         .map(|d| c(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let dir = arena.parent().map_or(Vec::new(), |d| {
-        let d = d.as_os_str().as_bytes();
-        let end = d.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
-        d[..end].to_vec()
-    });
     // The device the maps show for the arena this process maps now: the
     // stat one, or another (btrfs subvolumes, overlayfs), then not trusted.
     let mut shown = None;
@@ -216,8 +208,6 @@ pub fn start(arena: &Path, name: &str) -> Result<Fd, Errno> {
         maps_dev: (shown == Some(true)).then_some(id.dev),
         uid: id.uid,
         name: name.as_bytes().to_vec(),
-        default_dir: dir == format!("/dev/shm/ipcns-{}", id.uid).as_bytes(),
-        dir,
         creator: ipcns_sys::process::getpid() as u32,
         dirs,
     };
@@ -296,8 +286,6 @@ fn guard(plan: &Plan, r: i32) -> ! {
         ino: plan.ino,
         dev: plan.maps_dev,
         name: &plan.name,
-        dir: &plan.dir,
-        default_dir: plan.default_dir,
         uid: plan.uid,
         creator: plan.creator,
         since: scan::start_time(&scan::ProcPath::new(b"/proc/self")).unwrap_or(0),

@@ -9,9 +9,11 @@
 //!   are empty (its thread group leader exited while other threads live)
 //!   by the maps of each of its tasks (`/proc/PID/task/TID/maps`);
 //! - or its **environment** as of its exec names the namespace
-//!   (`/proc/PID/environ`, or its tasks' likewise: `IPCNS=NAME`, and
-//!   `IPCNS_DIR` the arena's directory, relative (unknown, so counted), or
-//!   unset when that is the default directory of the arena's owner): a
+//!   (`/proc/PID/environ`, or its tasks' likewise: the first `IPCNS=` is
+//!   `IPCNS=NAME`, whatever `IPCNS_DIR` says, since a directory has many
+//!   spellings and the name is this namespace's alone), or is not written
+//!   yet (memory but no environment: the middle of an exec, counted as
+//!   unreadable, below): a
 //!   member that exec'd with its descriptors closed (Python's
 //!   `close_fds`, sudo, `closefrom` daemons) and has made no IPC call yet
 //!   (the library maps the arena at the first). Guardians (named
@@ -42,13 +44,8 @@ pub struct Target<'a> {
     /// Its device as the maps show it, if they show the `stat` one (they
     /// may not: btrfs subvolumes, overlayfs); else the inode alone.
     pub dev: Option<(u32, u32)>,
-    /// The namespace's name (`IPCNS`) and directory (`IPCNS_DIR`,
-    /// absolute, no trailing `/`).
+    /// The namespace's name (`IPCNS`).
     pub name: &'a [u8],
-    pub dir: &'a [u8],
-    /// `dir` is the default directory of the arena's owner, which an
-    /// unset `IPCNS_DIR` means.
-    pub default_dir: bool,
     /// The arena's owner.
     pub uid: u32,
     /// The process that unshared, and the guardian's start time (clock
@@ -224,6 +221,8 @@ fn task(t: &Target, base: &ProcPath) -> Seen {
     }) {
         Ok(n) => n,
         Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
+        // A task without memory (some kernels): as an empty map.
+        Err(Errno::ESRCH) => 0,
         Err(_) => return Seen::No,
     };
     if hit {
@@ -242,42 +241,32 @@ fn task(t: &Target, base: &ProcPath) -> Seen {
         Seen::Member
     } else if lines == 0 && empty {
         Seen::Empty
+    } else if empty {
+        // Memory but no environment yet: the middle of an exec, whose new
+        // image has not written its start-up data. Maybe a member.
+        Seen::Unreadable
     } else {
         Seen::No
     }
 }
 
 /// Whether the environment `env` names `t` (see the module doc), and
-/// whether it is empty.
+/// whether it is empty. As the library reads it (`getenv`: the first
+/// `IPCNS=`), and whatever `IPCNS_DIR` says: a directory can be spelt many
+/// ways (`dir/.`, a symbolic link) that all lead the library to this arena,
+/// and the name (`unshare-PID-` and 32 random bits) is this namespace's
+/// alone, so a process whose first `IPCNS=` is it counts.
 fn names(t: &Target, env: &Fd) -> (bool, bool) {
-    let mut name = false;
-    // None: IPCNS_DIR unset (or empty).
-    let mut dir: Option<bool> = None;
+    let mut name: Option<bool> = None;
     let mut empty = true;
     maps::each_record(env, 0, |r, whole| {
         empty = false;
         if let Some(v) = r.strip_prefix(b"IPCNS=") {
-            name = whole && v == t.name;
-        } else if let Some(v) = r.strip_prefix(b"IPCNS_DIR=") {
-            dir = (!v.is_empty()).then(|| {
-                // Longer than the buffer, or relative: cannot tell, so
-                // it counts.
-                !whole || !v.starts_with(b"/") || trim_slashes(v) == t.dir
-            });
+            name = Some(whole && v == t.name);
         }
-        true
+        name.is_none()
     });
-    (name && dir.unwrap_or(t.default_dir), empty)
-}
-
-fn trim_slashes(mut v: &[u8]) -> &[u8] {
-    while let [rest @ .., b'/'] = v {
-        if rest.is_empty() {
-            break;
-        }
-        v = rest;
-    }
-    v
+    (name == Some(true), empty)
 }
 
 /// Whether `base` is a guardian (its name, `/proc/PID/comm`).
@@ -352,8 +341,6 @@ mod tests {
         let mut long = ProcPath::new(&[b'x'; 100]);
         long.push(b"y");
         assert_eq!(long.c().to_bytes().len(), 63);
-        assert_eq!(trim_slashes(b"/a/b//"), b"/a/b");
-        assert_eq!(trim_slashes(b"/"), b"/");
     }
 
     #[test]
@@ -367,8 +354,6 @@ mod tests {
             ino: exe.ino(),
             dev: Some((libc::major(exe.dev()), libc::minor(exe.dev()))),
             name: b"unshare-1-scantest",
-            dir: b"/tmp/scantest",
-            default_dir: false,
             uid: ipcns_sys::cred::geteuid(),
             creator: 0,
             since: u64::MAX,
@@ -385,36 +370,46 @@ mod tests {
         assert!(!pids[..n.min(256)].contains(&me));
         // By the environment as of the exec.
         let t = Target { ino: u64::MAX, ..t };
-        let sleeper = |dir: Option<&str>| {
+        let sleeper = |env: &[(&str, &str)]| {
             let mut c = std::process::Command::new("sleep");
-            c.arg("5").env("IPCNS", "unshare-1-scantest");
-            match dir {
-                Some(d) => c.env("IPCNS_DIR", d),
-                None => c.env_remove("IPCNS_DIR"),
-            };
+            c.arg("5").env_clear();
+            for (k, v) in env {
+                c.env(k, v);
+            }
             c.spawn().unwrap()
         };
         let mut kids = Vec::new();
-        for (dir, default_dir, counted) in [
-            (Some("/tmp/scantest/"), false, true),
-            (Some("/tmp/other"), false, false),
-            (Some("relative"), false, true),
-            (None, true, true),
-            (None, false, false),
+        // Whatever IPCNS_DIR says (`dir/.` is the same directory); only
+        // the first IPCNS counts, as getenv reads it.
+        for (env, counted) in [
+            (
+                &[
+                    ("IPCNS", "unshare-1-scantest"),
+                    ("IPCNS_DIR", "/tmp/scantest/."),
+                ][..],
+                true,
+            ),
+            (
+                &[("IPCNS", "unshare-1-scantest"), ("IPCNS_DIR", "/tmp/other")],
+                true,
+            ),
+            (&[("IPCNS", "unshare-1-scantest")], true),
+            (&[("IPCNS", "unshare-1-other")], false),
+            (&[("PATH", "/bin")], false),
         ] {
-            let mut k = sleeper(dir);
-            let t = Target { default_dir, ..t };
-            // The exec'd environment is there once comm is sleep's.
+            let mut k = sleeper(env);
+            // The exec'd environment is there once environ reads as it
+            // (comm is sleep's before the new image has written it).
             let pid = k.id();
             for _ in 0..500 {
-                if std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .is_ok_and(|c| c == "sleep\n")
+                if std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|e| e.starts_with(env[0].0.as_bytes()))
                 {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
-            assert_eq!(found(&t).contains(&pid), counted, "{dir:?} {default_dir}");
+            assert_eq!(found(&t).contains(&pid), counted, "{env:?}");
             let _ = k.kill();
             kids.push(k);
         }

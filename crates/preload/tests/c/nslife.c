@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	const char *mode = argv[2];
-	if (!strcmp(argv[1], "child") && !strcmp(mode, "late")) {
+	if (!strcmp(argv[1], "child") && !strncmp(mode, "late", 4)) {
 		printf("child %d\n", (int)getpid());
 		fflush(stdout);
 		/* No IPC call yet: the library has not mapped the arena. */
@@ -245,9 +245,24 @@ int main(int argc, char **argv)
 		pthread_exit(NULL);
 	}
 	if (c == 0) {
-		if (!strcmp(mode, "late"))
+		if (!strncmp(mode, "late", 4))
 			close_from_3();
-		execl(argv[0], argv[0], "child", mode, (char *)0);
+		/* latedot: the same directory spelt another way; latedup: a
+		 * second IPCNS after the first (getenv reads the first). */
+		static char dot[4200];
+		if (!strcmp(mode, "latedot") && getenv("IPCNS_DIR")) {
+			snprintf(dot, sizeof dot, "%s/.", getenv("IPCNS_DIR"));
+			setenv("IPCNS_DIR", dot, 1);
+		}
+		extern char **environ;
+		static char *envp[4096];
+		int n = 0;
+		for (char **e = environ; *e && n < 4094; e++)
+			envp[n++] = *e;
+		if (!strcmp(mode, "latedup"))
+			envp[n++] = "IPCNS=unshare-0-other";
+		envp[n] = NULL;
+		execve(argv[0], (char *[]){ argv[0], "child", (char *)mode, NULL }, envp);
 		_exit(127);
 	}
 	return c > 0 ? 0 : 1;

@@ -311,25 +311,44 @@ fn a_gone_unshared_namespace_is_not_made_again() {
 /// and goes once it has exited (Python's `close_fds`, sudo, `closefrom`).
 #[test]
 fn a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call() {
-    let test = "a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call";
+    exec_d_with_descriptors_closed(
+        "a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call",
+        "late",
+    );
+}
+
+/// The same, with the environment naming the namespace as the library
+/// reads it but not letter for letter: `IPCNS_DIR` spelt `DIR/.`, or a
+/// second `IPCNS=` after the first (getenv takes the first).
+#[test]
+fn a_member_exec_d_with_the_namespace_spelt_otherwise_keeps_it() {
+    for mode in ["latedot", "latedup"] {
+        exec_d_with_descriptors_closed(
+            "a_member_exec_d_with_the_namespace_spelt_otherwise_keeps_it",
+            mode,
+        );
+    }
+}
+
+fn exec_d_with_descriptors_closed(test: &str, mode: &str) {
     if !cc_or_skip(test) {
         return;
     }
-    let s = scratch(test);
+    let s = scratch(&format!("{test}-{mode}"));
     let bin = compile("nslife", s.path(), &[]);
-    let r = Run::start(&bin, s.path(), "late");
+    let r = Run::start(&bin, s.path(), mode);
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(alive(r.child), "the child ended early");
+    assert!(alive(r.child), "{mode}: the child ended early");
     assert_there(
         &r,
         "1.5 s after the parent's exit, before the child's first call",
     );
     let child = r.child;
-    assert_eq!(r.finish(), "late ok\ndone\n");
+    assert_eq!(r.finish(), "late ok\ndone\n", "{mode}");
     let left = gone_within(s.path());
     assert!(
         left.is_empty(),
-        "left {DEADLINE:?} after the member's exit: {left:?}"
+        "{mode}: left {DEADLINE:?} after the member's exit: {left:?}"
     );
     assert!(!alive(child));
 }
