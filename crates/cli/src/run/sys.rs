@@ -146,6 +146,27 @@ pub fn running_children() -> Option<Children> {
     if own != Some(me) {
         return None;
     }
+    // A /proc that does not list every process (hidepid=invisible or
+    // ptraceable) may hide a survivor: cannot tell.
+    let hides = std::fs::read_to_string("/proc/self/mountinfo").map_or(true, |m| {
+        m.lines().any(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let dash = f.iter().position(|w| *w == "-");
+            f.get(4) == Some(&"/proc")
+                && dash.and_then(|d| f.get(d + 1)) == Some(&"proc")
+                && dash.and_then(|d| f.get(d + 3)).is_some_and(|o| {
+                    o.split(',').any(|o| {
+                        matches!(
+                            o,
+                            "hidepid=2" | "hidepid=invisible" | "hidepid=4" | "hidepid=ptraceable"
+                        )
+                    })
+                })
+        })
+    });
+    if hides {
+        return None;
+    }
     let me = me.to_string();
     let mut c = Children::default();
     for p in std::fs::read_dir("/proc").ok()? {

@@ -139,11 +139,48 @@ pub fn proc_is_ours(me: u32) -> bool {
         .is_some_and(|p| p == u64::from(me))
 }
 
+/// Whether `/proc` is mounted with `hidepid=invisible` (2) or
+/// `ptraceable` (4) (`/proc/self/mountinfo`): it then does not list the
+/// processes the guardian may not read, which may be members. Also when
+/// the mount table cannot be read.
+pub fn proc_hides_processes() -> bool {
+    let Ok(fd) = ipcns_sys::fs::open_c(c"/proc/self/mountinfo", libc::O_RDONLY, 0) else {
+        return true;
+    };
+    let mut hides = false;
+    maps::each_record(&fd, b'\n', |r, _| {
+        hides = mount_hides(r);
+        !hides
+    });
+    hides
+}
+
+/// Whether mountinfo line `r` is a `/proc` mount that hides processes.
+pub fn mount_hides(r: &[u8]) -> bool {
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS"
+    let mut f = r.split(|&b| b == b' ');
+    if f.nth(4) != Some(b"/proc".as_slice()) {
+        return false;
+    }
+    let mut after = r.split(|&b| b == b' ').skip_while(|w| *w != b"-");
+    if after.nth(1) != Some(b"proc".as_slice()) {
+        return false;
+    }
+    after.nth(1).is_some_and(|opts| {
+        opts.split(|&b| b == b',').any(|o| {
+            matches!(
+                o,
+                b"hidepid=2" | b"hidepid=invisible" | b"hidepid=4" | b"hidepid=ptraceable"
+            )
+        })
+    })
+}
+
 /// The processes besides `me` that count as members of `t` (see the
 /// module doc): how many, the first `pids.len()` of them in `pids`;
 /// `None` if `/proc` cannot tell.
 pub fn members(t: &Target, me: u32, pids: &mut [u32]) -> Option<usize> {
-    if !proc_is_ours(ipcns_sys::process::getpid() as u32) {
+    if !proc_is_ours(ipcns_sys::process::getpid() as u32) || proc_hides_processes() {
         return None;
     }
     let proc = ipcns_sys::fs::open_c(c"/proc", libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()?;
@@ -341,6 +378,31 @@ mod tests {
         let mut long = ProcPath::new(&[b'x'; 100]);
         long.push(b"y");
         assert_eq!(long.c().to_bytes().len(), 63);
+    }
+
+    #[test]
+    fn a_proc_that_hides_processes_is_seen() {
+        assert!(mount_hides(
+            b"25 30 0:23 / /proc rw,nosuid,nodev,noexec,relatime shared:14 - proc proc rw,hidepid=invisible"
+        ));
+        assert!(mount_hides(
+            b"25 30 0:23 / /proc rw - proc proc rw,hidepid=2,gid=5"
+        ));
+        assert!(!mount_hides(
+            b"25 30 0:23 / /proc rw shared:14 - proc proc rw"
+        ));
+        assert!(!mount_hides(
+            b"25 30 0:23 / /proc rw - proc proc rw,hidepid=1"
+        ));
+        assert!(!mount_hides(
+            b"26 30 0:24 / /tmp/proc rw - proc proc rw,hidepid=2"
+        ));
+        assert!(!mount_hides(
+            b"27 30 0:25 / /proc rw - tmpfs tmpfs rw,hidepid=2"
+        ));
+        assert!(!mount_hides(b""));
+        // This machine's /proc lists every process.
+        assert!(!proc_hides_processes());
     }
 
     #[test]
