@@ -223,7 +223,14 @@ pub fn start(arena: &Path, name: &str) -> Result<Fd, Errno> {
     let me = ipcns_sys::process::getpid() as u32;
     let last = LAST.load(Ordering::Relaxed);
     let (starter, previous) = ((last >> 32) as u32, last as u32 as i32);
-    if starter == me && previous > 0 && sys::reap(previous) {
+    // Only if that pid is still a guardian's (the program may have reaped
+    // it itself, with __WALL, and the number gone to a child of its own).
+    let named = || {
+        let mut p = scan::ProcPath::new(b"/proc/");
+        p.num(previous as u32);
+        scan::is_guardian(&p)
+    };
+    if starter == me && previous > 0 && named() && sys::reap(previous) {
         LAST.store(0, Ordering::Relaxed);
     }
     // No signal may run a handler of the program in the copy: all are

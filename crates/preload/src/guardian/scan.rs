@@ -307,7 +307,7 @@ fn names(t: &Target, env: &Fd) -> (bool, bool) {
 }
 
 /// Whether `base` is a guardian (its name, `/proc/PID/comm`).
-fn is_guardian(base: &ProcPath) -> bool {
+pub fn is_guardian(base: &ProcPath) -> bool {
     let Ok(fd) = ipcns_sys::fs::open_c(base.with(b"/comm").c(), libc::O_RDONLY, 0) else {
         return false;
     };
