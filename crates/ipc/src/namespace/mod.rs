@@ -224,6 +224,17 @@ impl Namespace {
                 source,
             })?,
         };
+        // A removed arena (`ipcns ns remove`, an unshared namespace's
+        // guardian): its link ends in " (deleted)", and a segment
+        // directory named after that would be made beside it, never to be
+        // removed. Gone, as its name is.
+        if let Some(was) = path.to_str().and_then(|p| p.strip_suffix(" (deleted)"))
+            && !same(Path::new(was))
+        {
+            return Err(ArenaError::NotFound {
+                path: PathBuf::from(was),
+            });
+        }
         Ok(path)
     }
 

@@ -332,6 +332,9 @@ extern "C" fn on_load() {
     // fork by itself (`cred.rs`). No handler of our own: its code, on a
     // page of its own, was a fault in every child.
     state::forked();
+    // In a namespace an unshare made: seen as a member by its maps from now
+    // on (`guardian::hold_at_load`).
+    let _ = std::panic::catch_unwind(crate::guardian::hold_at_load);
     // An exec by a process with a record: this image takes it over now,
     // before `main` (its predecessor's attachments dropped, as the kernel
     // drops them at the exec), and so applies its undo entries at `exit`

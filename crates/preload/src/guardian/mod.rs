@@ -440,3 +440,47 @@ fn remove_dir(path: &CString, owner: u32) {
     drop(dir);
     let _ = sys::unlinkat(None, path, libc::AT_REMOVEDIR);
 }
+
+/// At the load of an image in a namespace that an unshare made (its
+/// `IPCNS` an `unshare-*` name, or `IPCNS_FD` open on such an arena): one
+/// page of the arena mapped `PROT_NONE` for the image's life, so that the
+/// guardian's scan sees the process as a member by its maps from its first
+/// instruction on, whatever it does before its first IPC call: close its
+/// descriptors, overwrite its environment area with a process title
+/// (PostgreSQL, nginx, setproctitle), or reach the namespace only through
+/// `IPCNS_FD` with `IPCNS` naming another. Costs an open and an mmap, only
+/// in such namespaces; a file that cannot be opened is left alone (the
+/// first call says why).
+pub fn hold_at_load() {
+    let mut buf = [0u8; 512];
+    if let Some(n) = std::env::var("IPCNS_FD")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+    {
+        let mut p = scan::ProcPath::new(b"/proc/self/fd/");
+        p.num(n);
+        let named = sys::readlink(p.c(), &mut buf).is_ok_and(|t| {
+            let base = t.rsplit(|&b| b == b'/').next().unwrap_or(t);
+            base.starts_with(b"ipcns.unshare-") && !t.ends_with(b" (deleted)")
+        });
+        if named && let Ok(fd) = ipcns_sys::fs::open_c(p.c(), libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+            sys::hold_page(&fd);
+        }
+    }
+    let Some(name) = std::env::var("IPCNS")
+        .ok()
+        .filter(|n| ipcns_core::namespace::is_unshared(n))
+    else {
+        return;
+    };
+    let dir = match std::env::var("IPCNS_DIR").ok().filter(|d| !d.is_empty()) {
+        Some(d) => d,
+        None => format!("/dev/shm/ipcns-{}", ipcns_sys::cred::geteuid()),
+    };
+    let Ok(path) = CString::new(format!("{dir}/ipcns.{name}")) else {
+        return;
+    };
+    if let Ok(fd) = ipcns_sys::fs::open_c(&path, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+        sys::hold_page(&fd);
+    }
+}

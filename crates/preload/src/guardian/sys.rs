@@ -253,3 +253,12 @@ pub fn exit(code: i32) -> ! {
         let _ = unsafe { syscall1(libc::SYS_exit_group, code as usize) };
     }
 }
+
+/// One page of the file `fd` is open on, mapped `PROT_NONE` and shared, for
+/// good (never unmapped: the process's maps then name the file as long as
+/// this image lives). Whether it was mapped.
+pub fn hold_page(fd: &Fd) -> bool {
+    // SAFETY: no MAP_FIXED: the kernel picks a free range; nothing refers
+    // to the page, which no access may touch (PROT_NONE).
+    unsafe { ipcns_sys::mem::mmap(0, 4096, libc::PROT_NONE, libc::MAP_SHARED, fd) }.is_ok()
+}

@@ -166,6 +166,31 @@ static int pidns(const char *how)
 	return 0;
 }
 
+/* The fork child's exec of "child MODE": for the late modes with every
+ * descriptor from 3 up closed (its membership one too). latedot: the same
+ * directory spelt another way; latedup: a second IPCNS after the first
+ * (getenv reads the first). */
+static void exec_child(char *argv0, const char *mode)
+{
+	if (!strncmp(mode, "late", 4))
+		close_from_3();
+	static char dot[4200];
+	if (!strcmp(mode, "latedot") && getenv("IPCNS_DIR")) {
+		snprintf(dot, sizeof dot, "%s/.", getenv("IPCNS_DIR"));
+		setenv("IPCNS_DIR", dot, 1);
+	}
+	extern char **environ;
+	static char *envp[4096];
+	int n = 0;
+	for (char **e = environ; *e && n < 4094; e++)
+		envp[n++] = *e;
+	if (!strcmp(mode, "latedup"))
+		envp[n++] = "IPCNS=unshare-0-other";
+	envp[n] = NULL;
+	execve(argv0, (char *[]){ argv0, "child", (char *)mode, NULL }, envp);
+	_exit(127);
+}
+
 int main(int argc, char **argv)
 {
 	start();
@@ -188,6 +213,24 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "child") && !strncmp(mode, "late", 4)) {
 		printf("child %d\n", (int)getpid());
 		fflush(stdout);
+		if (!strcmp(mode, "latetitle")) {
+			/* A process title, as PostgreSQL's ps_status and
+			 * setproctitle make one: the environment moved to the
+			 * heap, its first home (what /proc/PID/environ shows)
+			 * overwritten. */
+			extern char **environ;
+			int n = 0;
+			while (environ[n])
+				n++;
+			char **moved = calloc(n + 1, sizeof *moved);
+			for (int i = 0; i < n; i++)
+				moved[i] = strdup(environ[i]);
+			char *first = environ[0], *last = environ[n - 1];
+			char *end = last + strlen(last);
+			environ = moved;
+			memset(first, 0, end - first);
+			strcpy(first, "postgres: title");
+		}
 		/* No IPC call yet: the library has not mapped the arena. */
 		sleep(2);
 		int s = semget(KEY, 0, 0);
@@ -226,6 +269,22 @@ int main(int argc, char **argv)
 		printf("unshare = -1 %s\n", strerrorname_np(errno));
 		return 1;
 	}
+	if (!strncmp(mode, "early", 5)) {
+		/* The child forked before this process makes any IPC call (so
+		 * it has no record to take over at its exec: nothing maps the
+		 * arena in it but what the library does at load). */
+		static char late[32];
+		snprintf(late, sizeof late, "late%s", mode + 5);
+		printf("ns %s\n", getenv("IPCNS"));
+		fflush(stdout);
+		pid_t c = fork();
+		if (c == 0)
+			exec_child(argv[0], late);
+		if (c < 0 || msgget(KEY, IPC_CREAT | 0600) < 0 || semget(KEY, 1, IPC_CREAT | 0600) < 0)
+			return 1;
+		int s = shmget(KEY, 65536, IPC_CREAT | 0600);
+		return s < 0 || shmat(s, NULL, 0) == (void *)-1;
+	}
 	if (msgget(KEY, IPC_CREAT | 0600) < 0 || semget(KEY, 1, IPC_CREAT | 0600) < 0)
 		return 1;
 	int s = shmget(KEY, 65536, IPC_CREAT | 0600);
@@ -244,26 +303,7 @@ int main(int argc, char **argv)
 			_exit(6);
 		pthread_exit(NULL);
 	}
-	if (c == 0) {
-		if (!strncmp(mode, "late", 4))
-			close_from_3();
-		/* latedot: the same directory spelt another way; latedup: a
-		 * second IPCNS after the first (getenv reads the first). */
-		static char dot[4200];
-		if (!strcmp(mode, "latedot") && getenv("IPCNS_DIR")) {
-			snprintf(dot, sizeof dot, "%s/.", getenv("IPCNS_DIR"));
-			setenv("IPCNS_DIR", dot, 1);
-		}
-		extern char **environ;
-		static char *envp[4096];
-		int n = 0;
-		for (char **e = environ; *e && n < 4094; e++)
-			envp[n++] = *e;
-		if (!strcmp(mode, "latedup"))
-			envp[n++] = "IPCNS=unshare-0-other";
-		envp[n] = NULL;
-		execve(argv[0], (char *[]){ argv[0], "child", (char *)mode, NULL }, envp);
-		_exit(127);
-	}
+	if (c == 0)
+		exec_child(argv[0], mode);
 	return c > 0 ? 0 : 1;
 }

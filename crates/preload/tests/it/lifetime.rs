@@ -319,10 +319,22 @@ fn a_member_exec_d_with_its_descriptors_closed_keeps_it_before_its_first_call() 
 
 /// The same, with the environment naming the namespace as the library
 /// reads it but not letter for letter: `IPCNS_DIR` spelt `DIR/.`, or a
-/// second `IPCNS=` after the first (getenv takes the first).
+/// second `IPCNS=` after the first (getenv takes the first); and with the
+/// environment's first home overwritten by a process title, so that
+/// `/proc/PID/environ` names nothing (the page the library maps at load
+/// keeps it a member). The early modes fork the member before the process
+/// that unshared makes any IPC call, so it has no record that its exec
+/// would take over (which maps the arena at load by itself).
 #[test]
 fn a_member_exec_d_with_the_namespace_spelt_otherwise_keeps_it() {
-    for mode in ["latedot", "latedup"] {
+    for mode in [
+        "latedot",
+        "latedup",
+        "latetitle",
+        "earlydot",
+        "earlydup",
+        "earlytitle",
+    ] {
         exec_d_with_descriptors_closed(
             "a_member_exec_d_with_the_namespace_spelt_otherwise_keeps_it",
             mode,
