@@ -126,6 +126,9 @@ enum Seen {
     /// Its maps and environment are empty: a process whose leader
     /// exited (its other tasks tell), or a kernel thread.
     Empty,
+    /// Its files could not be read for another reason (ENOMEM, ENFILE,
+    /// EINTR, ...): counted, so that nothing is removed on a guess.
+    Unknown,
     No,
 }
 
@@ -215,6 +218,7 @@ fn counts(t: &Target, pid: u32) -> bool {
             of_uid(&base, t.uid)
                 && (pid == t.creator || start_time(&base).is_none_or(|s| s >= t.since))
         }
+        Seen::Unknown => true,
         Seen::Empty | Seen::No => false,
     }
 }
@@ -222,12 +226,15 @@ fn counts(t: &Target, pid: u32) -> bool {
 /// What the tasks of process `base` say: the first that is a member or
 /// unreadable.
 fn tasks(t: &Target, base: &ProcPath) -> Seen {
-    let Ok(dir) = ipcns_sys::fs::open_c(
+    let dir = match ipcns_sys::fs::open_c(
         base.with(b"/task").c(),
         libc::O_RDONLY | libc::O_DIRECTORY,
         0,
-    ) else {
-        return Seen::No;
+    ) {
+        Ok(d) => d,
+        // Gone since the listing.
+        Err(Errno::ENOENT | Errno::ESRCH) => return Seen::No,
+        Err(_) => return Seen::Unknown,
     };
     let mut buf = [0u8; 1024];
     let mut seen = Seen::No;
@@ -238,7 +245,7 @@ fn tasks(t: &Target, base: &ProcPath) -> Seen {
         let mut p = base.with(b"/task/");
         p.num(tid);
         match task(t, &p) {
-            s @ (Seen::Member | Seen::Unreadable) => {
+            s @ (Seen::Member | Seen::Unreadable | Seen::Unknown) => {
                 seen = s;
                 false
             }
@@ -260,7 +267,9 @@ fn task(t: &Target, base: &ProcPath) -> Seen {
         Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
         // A task without memory (some kernels): as an empty map.
         Err(Errno::ESRCH) => 0,
-        Err(_) => return Seen::No,
+        // Gone since the listing.
+        Err(Errno::ENOENT) => return Seen::No,
+        Err(_) => return Seen::Unknown,
     };
     if hit {
         return Seen::Member;
@@ -270,8 +279,9 @@ fn task(t: &Target, base: &ProcPath) -> Seen {
         Err(Errno::EACCES | Errno::EPERM) => return Seen::Unreadable,
         // ESRCH: a leader that exited (a zombie: no memory) while other
         // threads live; its maps were empty.
-        Err(_) if lines == 0 => return Seen::Empty,
-        Err(_) => return Seen::No,
+        Err(Errno::ESRCH | Errno::ENOENT) if lines == 0 => return Seen::Empty,
+        Err(Errno::ESRCH | Errno::ENOENT) => return Seen::No,
+        Err(_) => return Seen::Unknown,
     };
     let (named, empty) = names(t, &env);
     if named && !is_guardian(base) {
