@@ -452,10 +452,32 @@ fn remove_dir(path: &CString, owner: u32) {
 /// in such namespaces; a file that cannot be opened is left alone (the
 /// first call says why).
 pub fn hold_at_load() {
+    // The environment as of the exec, from /proc/self/environ: getenv
+    // here would be another preloaded library's (one that makes IPC calls
+    // from it, as tests/c/hook.c does, would then make them at our load).
+    let Ok(env) = ipcns_sys::fs::open_c(c"/proc/self/environ", libc::O_RDONLY | libc::O_CLOEXEC, 0)
+    else {
+        return;
+    };
+    let (mut name, mut dir, mut fdnum) = (Value::new(), Value::new(), Value::new());
+    maps::each_record(&env, 0, |r, whole| {
+        for (key, v) in [
+            (b"IPCNS=".as_slice(), &mut name),
+            (b"IPCNS_DIR=", &mut dir),
+            (b"IPCNS_FD=", &mut fdnum),
+        ] {
+            if let Some(val) = r.strip_prefix(key) {
+                v.first(val, whole);
+            }
+        }
+        true
+    });
+    drop(env);
     let mut buf = [0u8; 512];
-    if let Some(n) = std::env::var("IPCNS_FD")
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
+    if let Some(n) = fdnum
+        .get()
+        .and_then(maps::dec)
+        .and_then(|n| u32::try_from(n).ok())
     {
         let mut p = scan::ProcPath::new(b"/proc/self/fd/");
         p.num(n);
@@ -467,20 +489,50 @@ pub fn hold_at_load() {
             sys::hold_page(&fd);
         }
     }
-    let Some(name) = std::env::var("IPCNS")
-        .ok()
-        .filter(|n| ipcns_core::namespace::is_unshared(n))
-    else {
+    let Some(name) = name.get().filter(|n| n.starts_with(b"unshare-")) else {
         return;
     };
-    let dir = match std::env::var("IPCNS_DIR").ok().filter(|d| !d.is_empty()) {
-        Some(d) => d,
-        None => format!("/dev/shm/ipcns-{}", ipcns_sys::cred::geteuid()),
+    let mut path = match dir.get().filter(|d| !d.is_empty()) {
+        Some(d) => d.to_vec(),
+        None => format!("/dev/shm/ipcns-{}", ipcns_sys::cred::geteuid()).into_bytes(),
     };
-    let Ok(path) = CString::new(format!("{dir}/ipcns.{name}")) else {
+    path.extend_from_slice(b"/ipcns.");
+    path.extend_from_slice(name);
+    let Ok(path) = CString::new(path) else {
         return;
     };
     if let Ok(fd) = ipcns_sys::fs::open_c(&path, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
         sys::hold_page(&fd);
+    }
+}
+
+/// The first value of a variable in the environment, if whole and short.
+struct Value {
+    buf: [u8; 512],
+    len: Option<usize>,
+    seen: bool,
+}
+
+impl Value {
+    fn new() -> Value {
+        Value {
+            buf: [0; 512],
+            len: None,
+            seen: false,
+        }
+    }
+
+    fn first(&mut self, v: &[u8], whole: bool) {
+        if core::mem::replace(&mut self.seen, true) {
+            return;
+        }
+        if let (true, Some(dst)) = (whole, self.buf.get_mut(..v.len())) {
+            dst.copy_from_slice(v);
+            self.len = Some(v.len());
+        }
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        self.buf.get(..self.len?)
     }
 }
