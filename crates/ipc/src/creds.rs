@@ -143,6 +143,102 @@ impl Cred {
     }
 }
 
+impl Cred {
+    /// The credentials of thread `tid` of another process, as they are
+    /// now (`/proc/TID/status`: effective ids, groups, effective
+    /// capabilities; `/proc/TID/limits`; its user namespace and maps),
+    /// for an arena created in user namespace `arena_ns`: what a
+    /// supervisor serving that thread's call checks it with. `pid` is the
+    /// thread group's id (0: its `Tgid:` read with the rest) and
+    /// `start_time` its start, as the caller knows them.
+    pub fn read_of(tid: i32, pid: i32, start_time: u64, arena_ns: u64) -> std::io::Result<Cred> {
+        let bad = |what: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("/proc/{tid}/status: no {what}"),
+            )
+        };
+        let status = sys::fs::read_to_string(Path::new(&format!("/proc/{tid}/status")))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        // "Uid:\treal\teffective\tsaved\tfs"
+        let second = |name: &str| -> std::io::Result<u32> {
+            field(name)
+                .and_then(|v| v.split_ascii_whitespace().nth(1)?.parse().ok())
+                .ok_or_else(|| bad(name))
+        };
+        let pid = match pid {
+            0 => field("Tgid")
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad("Tgid"))?,
+            p => p,
+        };
+        let euid = second("Uid")?;
+        let egid = second("Gid")?;
+        let groups = field("Groups")
+            .ok_or_else(|| bad("Groups"))?
+            .split_ascii_whitespace()
+            .map(|g| g.parse().map_err(|_| bad("Groups")))
+            .collect::<std::io::Result<Vec<u32>>>()?;
+        let caps = field("CapEff")
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
+            .ok_or_else(|| bad("CapEff"))?;
+        let userns = sys::fs::stat(Path::new(&format!("/proc/{tid}/ns/user"))).map_or(0, |m| m.ino);
+        let mut cred = Cred {
+            pid,
+            euid,
+            egid,
+            groups,
+            cap_ipc_owner: caps & (1 << CAP_IPC_OWNER) != 0,
+            cap_sys_admin: caps & (1 << CAP_SYS_ADMIN) != 0,
+            cap_sys_resource: caps & (1 << CAP_SYS_RESOURCE) != 0,
+            cap_ipc_lock: caps & (1 << CAP_IPC_LOCK) != 0,
+            memlock_limit: memlock_limit_of(tid),
+            start_time,
+            userns,
+            maps: None,
+        };
+        if arena_ns != 0 && userns != 0 && userns != arena_ns {
+            // Its maps as this (the arena's) namespace reads them.
+            let um = ipcns_idmap::proc::read_map(Pid::Id(tid as u32), IdKind::Uid)?;
+            let gm = ipcns_idmap::proc::read_map(Pid::Id(tid as u32), IdKind::Gid)?;
+            cred.euid = um.map_down_or_overflow(cred.euid);
+            cred.egid = gm.map_down_or_overflow(cred.egid);
+            cred.groups = cred
+                .groups
+                .iter()
+                .map(|&g| gm.map_down_or_overflow(g))
+                .collect();
+            cred.cap_ipc_owner = false;
+            cred.cap_sys_admin = false;
+            cred.cap_sys_resource = false;
+            cred.cap_ipc_lock = false;
+            cred.maps = Some(Arc::new((um, gm)));
+        }
+        Ok(cred)
+    }
+}
+
+/// RLIMIT_MEMLOCK's soft limit of thread `tid`'s process, from
+/// `/proc/TID/limits` ("Max locked memory  SOFT  HARD  bytes"), or
+/// unlimited if it cannot be read.
+fn memlock_limit_of(tid: i32) -> u64 {
+    sys::fs::read_to_string(Path::new(&format!("/proc/{tid}/limits")))
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("Max locked memory"))?;
+            let soft = l["Max locked memory".len()..]
+                .split_ascii_whitespace()
+                .next()?;
+            soft.parse().ok()
+        })
+        .unwrap_or(u64::MAX)
+}
+
 /// The caller's own uid or gid map as its namespace sees it
 /// (`ipcns_idmap::proc::read_map`, read through raw system calls). A map
 /// not yet written reads as the empty map.

@@ -94,6 +94,9 @@ mod sync;
 #[cfg(not(loom))]
 pub mod abi;
 #[cfg(not(loom))]
+#[doc(hidden)]
+pub mod acting;
+#[cfg(not(loom))]
 mod arena;
 #[cfg(not(loom))]
 mod chain;
@@ -151,6 +154,9 @@ mod session;
 mod shared;
 #[cfg(not(loom))]
 pub mod shm;
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod structs;
 /// Raw system calls (for ipcns's own crates: the C ABI, benches): the
 /// `ipcns-sys` crate, under the path the core has always used.
 #[doc(hidden)]

@@ -177,8 +177,13 @@ pub fn mark_image(a: &Session, idx: u32) -> Result<(), Errno> {
     Ok(())
 }
 
-/// A number drawn once per program image (see [`Proc::image`]).
+/// A number drawn once per program image (see [`Proc::image`]); for a
+/// thread acting for another process, the number of that process's image
+/// (`acting.rs`).
 pub fn image() -> u64 {
+    if let Some(p) = crate::acting::current() {
+        return p.image;
+    }
     static IMAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *IMAGE.get_or_init(|| {
         lock::random_u64().unwrap_or_else(|| {

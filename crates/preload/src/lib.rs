@@ -46,6 +46,5 @@ mod sem;
 mod shm;
 mod signals;
 mod state;
-mod structs;
 mod unshare;
 mod user;

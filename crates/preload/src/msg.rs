@@ -4,11 +4,11 @@
 
 use crate::cred::with_caller;
 use crate::state::namespace;
-use crate::structs;
 use crate::user;
 use ipcns_core::abi::{self, msginfo, msqid64_ds};
 use ipcns_core::intr::Mark;
 use ipcns_core::msg::MsgArg;
+use ipcns_core::structs;
 use ipcns_core::{Errno, Namespace, SysResult};
 
 /// Bytes of `mtype` before `mtext`.

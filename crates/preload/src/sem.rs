@@ -4,11 +4,11 @@
 
 use crate::cred::with_caller;
 use crate::state::namespace;
-use crate::structs;
 use crate::user;
 use ipcns_core::abi::{self, sembuf, semid64_ds, seminfo};
 use ipcns_core::intr::Mark;
 use ipcns_core::sem::{SemArg, SemValues};
+use ipcns_core::structs;
 use ipcns_core::{Errno, Namespace, SysResult};
 
 /// `semget(key, nsems, semflg)`. ipc/sem.c `ksys_semget`.

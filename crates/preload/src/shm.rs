@@ -2,10 +2,10 @@
 
 use crate::cred::with_caller;
 use crate::state::namespace;
-use crate::structs;
 use crate::user;
 use ipcns_core::abi::{self, shm_info, shmid64_ds, shminfo64};
 use ipcns_core::shm::ShmArg;
+use ipcns_core::structs;
 use ipcns_core::{Errno, SysResult};
 
 /// `shmget(key, size, shmflg)`. ipc/shm.c `ksys_shmget`.

@@ -495,6 +495,17 @@ pub fn map_segment_at(
     prot: i32,
     replace: bool,
 ) -> Result<usize, Errno> {
+    // A thread acting for another process maps in that process
+    // (`acting.rs`).
+    let remote = crate::acting::with_mapper(|m| {
+        m.map(|m| match m {
+            Some(m) => m.map(file.raw(), off, len, addr, prot, replace),
+            None => Err(Errno::ENOSYS),
+        })
+    });
+    if let Some(r) = remote {
+        return r;
+    }
     let flags = libc::MAP_SHARED
         | match (addr, replace) {
             (0, _) => 0,
@@ -539,6 +550,9 @@ pub fn reserve_huge(file: &Fd, len: usize) -> Result<(), Errno> {
 
 /// Unmaps an attachment made by [`map_segment`] (shmdt).
 pub fn unmap_segment(addr: usize, len: usize) {
+    if crate::acting::with_mapper(|m| m.map(|m| m.map(|m| m.unmap(addr, len)))).is_some() {
+        return;
+    }
     // SAFETY: unmaps exactly an attachment this process made with
     // `map_segment` (shmdt found it in its own record); the caller gives
     // it up, as shmdt(2) does.

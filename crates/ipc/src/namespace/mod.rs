@@ -381,6 +381,21 @@ impl Namespace {
     }
 }
 
+impl Namespace {
+    /// The credentials of thread `tid` of process (`pid`, `start`) as
+    /// they are now, for this namespace ([`Cred::read_of`]): what a
+    /// supervisor serving that thread's call checks it with.
+    #[doc(hidden)]
+    pub fn cred_of(&self, tid: i32, pid: i32, start: u64) -> std::io::Result<Cred> {
+        let ns = self
+            .session
+            .header()
+            .userns
+            .load(core::sync::atomic::Ordering::Relaxed);
+        Cred::read_of(tid, pid, start, ns)
+    }
+}
+
 /// Leaving a namespace is the process's exit from it (`process::exit`):
 /// its undo entries applied; its attachments stay counted while mapped.
 impl Drop for Namespace {

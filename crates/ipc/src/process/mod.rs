@@ -70,6 +70,9 @@ pub fn reap_marked(a: &Session, idxs: &[u32], patience_ns: u64) -> Result<u32, E
 /// The calling process's record index, made on first use (and again in a
 /// forked child: a new process).
 pub fn me(a: &Session) -> Result<u32, Errno> {
+    if let Some(p) = crate::acting::current() {
+        return me_for(a, p);
+    }
     if let Some(idx) = proc::cached(a) {
         return Ok(idx);
     }
@@ -90,6 +93,22 @@ pub fn me(a: &Session) -> Result<u32, Errno> {
     // A newcomer cleans up after the processes that left without doing it
     // themselves (bounded by the table; once per process).
     let _ = reap(a);
+    Ok(idx)
+}
+
+/// The record of the process this thread acts for (`acting.rs`), made on
+/// first use; an exec it made since its last call (another image number)
+/// drops the old image's attachments. Nothing cached, no death page armed
+/// (the supervisor reaps the process when its pidfd says it ended) and no
+/// reap (the supervisor's own calls do that).
+fn me_for(a: &Session, p: crate::acting::Process) -> Result<u32, Errno> {
+    let (idx, exec) = {
+        let _g = proc::lock(a)?;
+        proc::find_or_make(a, p.pid, p.start)?
+    };
+    if exec {
+        adopt_image(a, idx, p.pid, p.start)?;
+    }
     Ok(idx)
 }
 

@@ -478,9 +478,12 @@ pub(crate) fn shmat(
     }
     // What this image mapped, for shmdt (`mapped.rs`); attachments the
     // mapping replaced in part keep their other pieces.
-    let _ = super::mapped::overlapped(mapped, mapped.saturating_add(len));
-    super::mapped::forget_inside(mapped, mapped.saturating_add(len));
-    super::mapped::record(mapped, len, source);
+    // (Not when acting for another process: the table is this image's.)
+    if crate::acting::current().is_none() {
+        let _ = super::mapped::overlapped(mapped, mapped.saturating_add(len));
+        super::mapped::forget_inside(mapped, mapped.saturating_add(len));
+        super::mapped::record(mapped, len, source);
+    }
     a.register_for_fork();
     Ok(mapped)
 }
@@ -507,16 +510,60 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
     };
     // The length this image mapped there; the arena's (bounded) only if
     // the table had no room. An attachment the table does not know was
-    // not mapped by this image: counted off, nothing unmapped.
+    // not mapped by this image: counted off, nothing unmapped. For another
+    // process (`acting.rs`), whose table is not here: the pieces of the
+    // arena's length that its maps show still mapping the segment's file
+    // found at the address.
+    let remote_maps = crate::acting::with_mapper(|m| m.map(|m| m.and_then(|m| m.maps())));
+    match remote_maps {
+        Some(Some(maps)) => {
+            if let Some(source) = source_at(&maps, shmaddr) {
+                unmap_pieces_in(&maps, shmaddr, mapped_len(entry(a, off)?), source);
+            }
+        }
+        // Acting for a process whose maps cannot be read: nothing unmapped.
+        Some(None) => {}
+        None => unmap_local(a, off, shmaddr)?,
+    }
+    uncount(a, off, cred.pid)?;
+    forget(a, me, off)?;
+    Ok(0)
+}
+
+/// The segment mapped at `at` as `maps` (a `/proc/PID/maps` text) shows
+/// it: the inode of the file, and the offset in it of `at` (a pooled
+/// segment's range; 0 for a file of its own).
+fn source_at(maps: &str, at: usize) -> Option<super::mapped::Source> {
+    maps.lines().find_map(|l| {
+        let (lo, hi, offset, ino) = maps_line(l)?;
+        ((lo..hi).contains(&at)).then(|| super::mapped::Source {
+            ino31: ino & 0x7fff_ffff,
+            base: offset.wrapping_add((at - lo) as u64),
+        })
+    })
+}
+
+/// A `/proc/PID/maps` line's range, offset and inode.
+fn maps_line(l: &str) -> Option<(usize, usize, u64, u64)> {
+    // lo-hi perms offset dev inode [path]
+    let mut f = l.split_ascii_whitespace();
+    let (lo, hi) = f.next()?.split_once('-')?;
+    let lo = usize::from_str_radix(lo, 16).ok()?;
+    let hi = usize::from_str_radix(hi, 16).ok()?;
+    let offset = u64::from_str_radix(f.nth(1)?, 16).ok()?;
+    let ino: u64 = f.nth(1)?.parse().ok()?;
+    Some((lo, hi, offset, ino))
+}
+
+/// [`shmdt`]'s unmapping in this process.
+fn unmap_local(a: &Session, off: u64, shmaddr: usize) -> SysResult<()> {
     match super::mapped::take(shmaddr) {
         Some(t) if t.disturbed => unmap_pieces(shmaddr, t.len, t.source),
         Some(t) => super::unmap(shmaddr, t.len),
         None if super::mapped::full() => super::unmap(shmaddr, mapped_len(entry(a, off)?)),
         None => {}
     }
-    uncount(a, off, cred.pid)?;
-    forget(a, me, off)?;
-    Ok(0)
+    Ok(())
 }
 
 /// Unmaps the pieces of the attachment `[at, at + len)` that still map
@@ -527,20 +574,18 @@ pub(crate) fn shmdt(a: &Session, cred: &Cred, shmaddr: usize) -> SysResult<i32> 
 /// cannot be read nothing is unmapped: a mapping left behind is better
 /// than the program's memory taken from it.
 fn unmap_pieces(at: usize, len: usize, source: super::mapped::Source) {
+    if let Ok(maps) = std::fs::read_to_string("/proc/self/maps") {
+        unmap_pieces_in(&maps, at, len, source);
+    }
+}
+
+/// [`unmap_pieces`] by the maps text given.
+fn unmap_pieces_in(maps: &str, at: usize, len: usize, source: super::mapped::Source) {
     let end = at.saturating_add(len);
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return;
-    };
     let pieces: Vec<(usize, usize)> = maps
         .lines()
         .filter_map(|l| {
-            // lo-hi perms offset dev inode [path]
-            let mut f = l.split_ascii_whitespace();
-            let (lo, hi) = f.next()?.split_once('-')?;
-            let lo = usize::from_str_radix(lo, 16).ok()?;
-            let hi = usize::from_str_radix(hi, 16).ok()?;
-            let offset = u64::from_str_radix(f.nth(1)?, 16).ok()?;
-            let ino: u64 = f.nth(1)?.parse().ok()?;
+            let (lo, hi, offset, ino) = maps_line(l)?;
             // A pooled segment's pieces lie in its range of the pool
             // (remap_file_pages may have put any of its pages anywhere).
             let ours = hi > at

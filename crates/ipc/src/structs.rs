@@ -4,7 +4,7 @@
 //! (so a buffer too short for it is EFAULT even if the fields used fit).
 //! Field by field, in the order and at the offsets that `ipcns::abi` pins.
 
-use ipcns_core::abi::{
+use crate::abi::{
     ipc64_perm, msginfo, msqid64_ds, semid64_ds, seminfo, shm_info, shmid64_ds, shminfo64,
 };
 
