@@ -24,6 +24,7 @@ mod carried;
 mod plan;
 mod reaper;
 mod seccomp;
+pub mod supervisor;
 mod sys;
 
 use anyhow::{Context, bail};
@@ -104,6 +105,7 @@ pub struct Options {
     shared: bool,
     mode: Option<u32>,
     strict: bool,
+    no_supervisor: bool,
     verbose: bool,
     program: Option<OsString>,
     args: Vec<OsString>,
@@ -117,6 +119,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
         shared: false,
         mode: None,
         strict: false,
+        no_supervisor: false,
         verbose: false,
         program: None,
         args: Vec::new(),
@@ -139,6 +142,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
                 );
             }
             Long("strict") => o.strict = true,
+            Long("no-supervisor") => o.no_supervisor = true,
             Short('v') | Long("verbose") => o.verbose = true,
             Value(v) => {
                 o.program = Some(v);
@@ -245,7 +249,11 @@ fn exit_code(status: i32) -> u8 {
 fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
     let lib = plan::find_library()?;
     let t = plan::target(opts)?;
-    let filter = if opts.strict {
+    // The supervisor serves the calls that reach the kernel; without it
+    // (--no-supervisor, or a kernel without user notification), --strict
+    // makes them fail with ENOSYS.
+    let supervised = !opts.no_supervisor && supervisor_available(opts.verbose);
+    let filter = if opts.strict && !supervised {
         if seccomp::NATIVE.is_empty() {
             bail!("--strict: no System V IPC system call table for this architecture");
         }
@@ -307,10 +315,25 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         .into_iter()
         .flatten()
         .collect();
-    sys::prepare(&mut cmd, inherited, filter)?;
+    let ns = std::sync::Arc::new(ns);
+    let handoff = if supervised {
+        let (ours, theirs) =
+            supervisor::handoff::channel().context("a socket pair for the supervisor")?;
+        supervisor::start(std::sync::Arc::clone(&ns), ours).context("starting the supervisor")?;
+        Some(theirs)
+    } else {
+        None
+    };
+    let listener = handoff.as_ref().map(|h| sys::Listener {
+        filter: supervised_filter(),
+        sock: h.as_raw_fd(),
+        no_new_privs: !sys::has_cap_sys_admin(),
+    });
+    sys::prepare(&mut cmd, inherited, filter, listener)?;
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
+            drop(handoff);
             drop(ns);
             remove_private(&t, opts.keep, false, opts.verbose);
             let program = opts.program.as_deref().unwrap_or_default();
@@ -331,6 +354,8 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
     };
     drop(fd);
     drop(pool);
+    // The child's end: the supervisor sees EOF if no listener came.
+    drop(handoff);
     let pid = child.id() as i32;
     // Never waited through `child`: the loop reaps every child by pid.
     drop(child);
@@ -359,6 +384,42 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
     }
     remove_private(&t, opts.keep, survivors, opts.verbose);
     Ok(ExitCode::from(exit_code(status)))
+}
+
+/// Whether this kernel can run the supervisor: seccomp user notification
+/// (`SECCOMP_GET_ACTION_AVAIL` of `SECCOMP_RET_USER_NOTIF`, Linux 5.0) on
+/// an architecture it serves. Said under -v when not.
+fn supervisor_available(verbose: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if sys::user_notif_available() {
+            return true;
+        }
+        if verbose {
+            let _ = writeln!(
+                std::io::stderr(),
+                "ipcns: run: this kernel has no seccomp user notification: no supervisor"
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    if verbose {
+        let _ = writeln!(
+            std::io::stderr(),
+            "ipcns: run: no supervisor on this architecture (x86-64 only)"
+        );
+    }
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+fn supervised_filter() -> seccomp::Filter {
+    seccomp::supervised()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn supervised_filter() -> seccomp::Filter {
+    seccomp::Filter::native()
 }
 
 /// Whether processes the program started still run, once the guardians

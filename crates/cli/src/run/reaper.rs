@@ -36,12 +36,12 @@ impl Shared {
 /// thread could be started.
 pub enum Reaper {
     Thread(Arc<Shared>),
-    Inline(Namespace),
+    Inline(Arc<Namespace>),
 }
 
 impl Reaper {
     /// Starts the thread, which owns `ns` from now on.
-    pub fn start(ns: Namespace) -> Reaper {
+    pub fn start(ns: Arc<Namespace>) -> Reaper {
         let shared = Arc::new(Shared::default());
         let s = Arc::clone(&shared);
         // The namespace comes back if the thread cannot start.

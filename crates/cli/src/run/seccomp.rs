@@ -223,6 +223,93 @@ impl Filter {
     }
 }
 
+/// The supervisor's filter (`supervisor/`): x86-64's twelve System V IPC
+/// calls go to the supervisor (`SECCOMP_RET_USER_NOTIF`), the IPC calls of x32 and i386 fail with ENOSYS (their
+/// structures are laid out otherwise, and nothing serves them: they must
+/// not reach the kernel's namespace either), anything else is allowed; a
+/// call made as an unknown architecture kills, as in [`Filter::new`].
+#[cfg(target_arch = "x86_64")]
+pub fn supervised() -> Filter {
+    /// An instruction whose jump targets are labels.
+    enum Op {
+        Load(u32),
+        And(u32),
+        /// Jump to the label if the accumulator equals `k`, else go on.
+        IfEq(u32, usize),
+        /// Jump to the label unless the accumulator equals `k`.
+        IfNe(u32, usize),
+        Ret(u32),
+        Label(usize),
+    }
+    const X32: usize = 1;
+    const COMPAT: usize = 2;
+    const NOTIFY: usize = 3;
+    const DENY: usize = 4;
+    const KILL: usize = 5;
+    let mut ops = vec![
+        Op::Load(OFF_ARCH),
+        Op::IfNe(AUDIT_ARCH_X86_64, COMPAT),
+        Op::Load(OFF_NR),
+        Op::And(X32_SYSCALL_BIT),
+        Op::IfNe(0, X32),
+        Op::Load(OFF_NR),
+    ];
+    for &(_, nr) in X86_64.calls {
+        ops.push(Op::IfEq(nr, NOTIFY));
+    }
+    ops.extend([
+        Op::Ret(RET_ALLOW),
+        Op::Label(X32),
+        Op::Load(OFF_NR),
+        Op::And(!X32_SYSCALL_BIT),
+    ]);
+    for &(_, nr) in X86_64.calls {
+        ops.push(Op::IfEq(nr, DENY));
+    }
+    ops.extend([
+        Op::Ret(RET_ALLOW),
+        Op::Label(COMPAT),
+        Op::IfNe(AUDIT_ARCH_I386, KILL),
+        Op::Load(OFF_NR),
+    ]);
+    for &(_, nr) in I386.calls {
+        ops.push(Op::IfEq(nr, DENY));
+    }
+    ops.extend([
+        Op::Ret(RET_ALLOW),
+        Op::Label(NOTIFY),
+        Op::Ret(libc::SECCOMP_RET_USER_NOTIF),
+        Op::Label(DENY),
+        Op::Ret(RET_ENOSYS),
+        Op::Label(KILL),
+        Op::Ret(RET_KILL),
+    ]);
+    // Labels to instruction indices, then relative jumps (all forward,
+    // all short: the program is under 60 instructions).
+    let mut at = [0usize; 6];
+    let mut n = 0;
+    for op in &ops {
+        match op {
+            Op::Label(l) => at[*l] = n,
+            _ => n += 1,
+        }
+    }
+    let mut code = Vec::with_capacity(n);
+    for op in &ops {
+        let here = code.len();
+        let rel = |l: usize| (at[l] - here - 1) as u8;
+        code.push(match *op {
+            Op::Load(k) => stmt(BPF_LD_W_ABS, k),
+            Op::And(k) => stmt(BPF_ALU_AND_K, k),
+            Op::IfEq(k, l) => jump(k, rel(l), 0),
+            Op::IfNe(k, l) => jump(k, 0, rel(l)),
+            Op::Ret(k) => stmt(BPF_RET_K, k),
+            Op::Label(_) => continue,
+        });
+    }
+    Filter { code }
+}
+
 /// Fails unless this kernel has seccomp filters: `prctl(PR_GET_SECCOMP)`
 /// is EINVAL without CONFIG_SECCOMP (prctl(2)). Run in the parent, so the
 /// error is said plainly rather than as a failed exec.
@@ -265,6 +352,35 @@ pub fn install(f: &Filter) -> io::Result<()> {
     Ok(())
 }
 
+/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER |
+/// flags, &prog)`, after `PR_SET_NO_NEW_PRIVS` if `no_new_privs` (needed
+/// without CAP_SYS_ADMIN): installs `f` on the calling thread and returns
+/// the listener's descriptor. Async-signal-safe: system calls only.
+pub fn install_listener(f: &Filter, flags: libc::c_ulong, no_new_privs: bool) -> io::Result<i32> {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes plain integers.
+    if no_new_privs && unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let prog = libc::sock_fprog {
+        len: f.code.len() as u16,
+        filter: f.code.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points at `f.code`, which lives across the call; the
+    // kernel copies the instructions and only reads them.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER as libc::c_ulong,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | flags,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +415,42 @@ mod tests {
     }
 
     const ALL: [&Arch; 4] = [&X86_64, &I386, &AARCH64, &ARM];
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_supervised_filter_notifies_x86_64s_calls_and_denies_the_others() {
+        let f = supervised();
+        let code = f.code();
+        let ipc: Vec<u32> = X86_64.calls.iter().map(|c| c.1).collect();
+        for nr in 0..1024u32 {
+            let want = if ipc.contains(&nr) {
+                libc::SECCOMP_RET_USER_NOTIF
+            } else {
+                RET_ALLOW
+            };
+            assert_eq!(run(code, AUDIT_ARCH_X86_64, nr), want, "x86-64 {nr}");
+            let x32 = if ipc.contains(&nr) {
+                RET_ENOSYS
+            } else {
+                RET_ALLOW
+            };
+            assert_eq!(
+                run(code, AUDIT_ARCH_X86_64, nr | X32_SYSCALL_BIT),
+                x32,
+                "x32 {nr}"
+            );
+        }
+        let i386: Vec<u32> = I386.calls.iter().map(|c| c.1).collect();
+        for nr in 0..1024u32 {
+            let want = if i386.contains(&nr) {
+                RET_ENOSYS
+            } else {
+                RET_ALLOW
+            };
+            assert_eq!(run(code, AUDIT_ARCH_I386, nr), want, "i386 {nr}");
+        }
+        assert_eq!(run(code, AUDIT_ARCH_AARCH64, 0), RET_KILL);
+    }
 
     #[test]
     fn every_ipc_call_of_every_arch_gets_enosys_and_nothing_else_does() {

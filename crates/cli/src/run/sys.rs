@@ -101,8 +101,17 @@ pub enum Reaped {
 /// `waitpid(-1, &status, WNOHANG)`: one ended child, if any.
 pub fn reap() -> io::Result<Reaped> {
     loop {
-        return match process::wait4(-1, libc::WNOHANG) {
+        // __WNOTHREAD: this thread's children only, not the threads the
+        // supervisor's threads trace for a moment (`supervisor/trace.rs`),
+        // whose stops any other thread's wait would take.
+        return match process::wait4(-1, libc::WNOHANG | libc::__WNOTHREAD) {
             Ok((0, _)) => Ok(Reaped::Running),
+            // A ptrace stop of a child a supervisor thread traces, not an
+            // end: the tracer's (`supervisor/trace.rs`).
+            Ok((p, status)) if libc::WIFSTOPPED(status) => {
+                crate::run::supervisor::trace::hand_over(p, status);
+                continue;
+            }
             Ok((p, status)) => Ok(Reaped::Child(p, status)),
             // waitpid(2): "EINTR: WNOHANG was not set and an unblocked
             // signal or a SIGCHLD was caught" (never here, but harmless
@@ -248,7 +257,12 @@ pub fn in_own_group(pid: i32) -> bool {
 /// SIGPIPE's disposition but not the mask), the descriptors `fds` lose
 /// `FD_CLOEXEC` (`fcntl(F_SETFD, 0)`) so that the program inherits it,
 /// and `filter`, if any, is installed.
-pub fn prepare(cmd: &mut Command, fds: Vec<RawFd>, filter: Option<Filter>) -> io::Result<()> {
+pub fn prepare(
+    cmd: &mut Command,
+    fds: Vec<RawFd>,
+    filter: Option<Filter>,
+    listener: Option<Listener>,
+) -> io::Result<()> {
     let empty = SigSet::of(&[])?;
     let hook = move || {
         signal::sigprocmask(libc::SIG_SETMASK, Some(&empty.0), None)?;
@@ -260,6 +274,24 @@ pub fn prepare(cmd: &mut Command, fds: Vec<RawFd>, filter: Option<Filter>) -> io
         if let Some(f) = &filter {
             seccomp::install(f)?;
         }
+        if let Some(l) = &listener {
+            // Killable waits once a call is received (Linux 5.19; see
+            // `supervisor`), else without.
+            let fd = match seccomp::install_listener(
+                &l.filter,
+                libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+                l.no_new_privs,
+            ) {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    seccomp::install_listener(&l.filter, 0, l.no_new_privs)?
+                }
+                r => r?,
+            };
+            let sent = crate::run::supervisor::handoff::send(l.sock, fd);
+            // SAFETY: our own new descriptor, closed once.
+            unsafe { libc::close(fd) };
+            sent?;
+        }
         Ok(())
     };
     // SAFETY: the hook makes only async-signal-safe system calls on values
@@ -268,6 +300,44 @@ pub fn prepare(cmd: &mut Command, fds: Vec<RawFd>, filter: Option<Filter>) -> io
         cmd.pre_exec(hook);
     }
     Ok(())
+}
+
+/// Whether `SECCOMP_RET_USER_NOTIF` is an action this kernel knows
+/// (`seccomp(SECCOMP_GET_ACTION_AVAIL)`).
+pub fn user_notif_available() -> bool {
+    let action: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: the action is read from a local for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    };
+    r == 0
+}
+
+/// Whether this process has CAP_SYS_ADMIN in its effective set (bit 21
+/// of `CapEff:` in /proc/self/status): a filter may then be installed
+/// without no_new_privs.
+pub fn has_cap_sys_admin() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 21) != 0)
+}
+
+/// What the child needs to hand the supervisor its listener: the filter,
+/// its end of the socket pair, and whether to set no_new_privs first.
+pub struct Listener {
+    pub filter: Filter,
+    pub sock: RawFd,
+    pub no_new_privs: bool,
 }
 
 #[cfg(test)]

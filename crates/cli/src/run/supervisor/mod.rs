@@ -1,0 +1,350 @@
+//! The supervisor: `ipcns run` serves the System V IPC system calls that
+//! reach the kernel from the program's tree (static binaries, Go, musl
+//! programs without their library, raw `syscall`s), from the run's
+//! namespace, so that one tree never splits across two namespaces.
+//!
+//! The program is started under a seccomp filter (`seccomp::supervised`)
+//! whose listener the child hands up before its exec (a socket pair,
+//! SCM_RIGHTS). Calls served by `libipcns.so` never reach the filter; the
+//! twelve calls that do (x86-64's) wait in the kernel while a thread here
+//! makes them on the namespace for the caller (`serve.rs`): with the
+//! caller's credentials of the moment (`Cred::read_of`), its record in the
+//! process table (`ipcns::acting`: its undo entries, applied by the run's
+//! reaper when it dies; its attachments), its memory read and written
+//! through `process_vm_readv`/`writev` (`notify.rs`), and the errno the
+//! library would give; shmat and shmdt map and unmap in the caller
+//! (`trace.rs`).
+//!
+//! Threads: every idle thread waits in RECV; a call that may sleep
+//! (semop, msgsnd, msgrcv without IPC_NOWAIT) first makes sure another
+//! thread is idle, so many callers may wait at once, and the supervisor
+//! never waits for one of them. Surplus idle threads leave.
+//!
+//! Signals: the filter is installed with `WAIT_KILLABLE_RECV`, so a caller
+//! whose call was received waits for its answer through any signal but a
+//! fatal one, and an answer given is always delivered (a message taken
+//! from a queue is never lost, a semaphore operation made is never
+//! reported as failed). A watcher looks at each sleeping call's caller
+//! every few milliseconds: a signal pending for it that a handler will
+//! take ends the sleep with EINTR, as the kernel's semop, msgsnd and
+//! msgrcv end (never restarted, even under SA_RESTART); a caller gone
+//! (killed) ends it and nothing is left behind (its undo entries are the
+//! reaper's).
+//!
+//! # Safety
+//! The signal handler only calls `ipcns::intr::note_signal`, which is
+//! async-signal-safe; `sigaction` and `tgkill` take plain values.
+#![allow(unsafe_code)]
+
+pub mod handoff;
+mod notify;
+mod serve;
+pub mod trace;
+
+use ipcns::Namespace;
+use ipcns::acting::{self, Process};
+use ipcns::intr::Mark;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// At most this many threads wait idle in RECV; more leave.
+const MAX_IDLE: usize = 3;
+
+/// How often a sleeping call's caller is looked at for signals.
+const WATCH: Duration = Duration::from_millis(4);
+
+/// A call sleeping in a supervisor thread.
+struct Sleeping {
+    id: u64,
+    /// The caller.
+    tid: i32,
+    /// The supervisor's thread making the call.
+    worker: i32,
+    /// [`AWAKE`] until the watcher ends the sleep: [`EINTR`] or [`GONE`].
+    end: AtomicU8,
+}
+
+const AWAKE: u8 = 0;
+const EINTR: u8 = 1;
+const GONE: u8 = 2;
+
+struct Shared {
+    ns: Arc<Namespace>,
+    listener: OwnedFd,
+    idle: AtomicUsize,
+    sleeping: Mutex<Vec<Arc<Sleeping>>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these; a poisoned lock's data is fine.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the supervisor on a thread of its own: it takes the listener
+/// the child sends through `from` (nothing if the child ends without
+/// sending one) and serves the program's calls until no process under
+/// the filter is left.
+pub fn start(ns: Arc<Namespace>, from: OwnedFd) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("ipcns-supervisor".into())
+        .spawn(move || {
+            let Some(listener) = handoff::receive(&from) else {
+                return;
+            };
+            drop(from);
+            // Without it (before Linux 6.6) a call costs about ten times
+            // more (a wake-up on another cpu), but works.
+            let _ = notify::sync_wake_up(listener.as_raw_fd());
+            install_interrupt();
+            let sh = Arc::new(Shared {
+                ns,
+                listener,
+                idle: AtomicUsize::new(0),
+                sleeping: Mutex::new(Vec::new()),
+            });
+            let w = Arc::clone(&sh);
+            let _ = std::thread::Builder::new()
+                .name("ipcns-watcher".into())
+                .spawn(move || watch(&w));
+            receive(&sh);
+        })
+        .map(|_| ())
+}
+
+/// A thread waiting in RECV and serving what it gets, until the filter's
+/// processes are all gone or enough other threads are idle.
+fn receive(sh: &Arc<Shared>) {
+    let fd = sh.listener.as_raw_fd();
+    loop {
+        sh.idle.fetch_add(1, SeqCst);
+        let got = notify::recv(fd);
+        sh.idle.fetch_sub(1, SeqCst);
+        match got {
+            Ok(call) => serve_one(sh, call),
+            Err(_) if ended(fd) => return,
+            // A caller gone before its call was read (ENOENT), EINTR.
+            Err(_) => {}
+        }
+        if sh.idle.load(SeqCst) >= MAX_IDLE {
+            return;
+        }
+    }
+}
+
+/// Whether every process under the filter is gone (the listener hangs up).
+fn ended(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, ours, for the call.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+/// Another thread to wait in RECV while this one may sleep in a call.
+fn ensure_idle(sh: &Arc<Shared>) {
+    if sh.idle.load(SeqCst) > 0 {
+        return;
+    }
+    let s = Arc::clone(sh);
+    let _ = std::thread::Builder::new()
+        .name("ipcns-supervisor".into())
+        .spawn(move || receive(&s));
+}
+
+fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
+    let fd = sh.listener.as_raw_fd();
+    // The call starts here: a signal noted on this thread from now on ends
+    // its sleep (the watcher's, on the caller's behalf).
+    let mark = Mark::now();
+    let result = (|| {
+        let mut cred = sh
+            .ns
+            .cred_of(call.tid, 0, 0)
+            .map_err(|_| Failed(ipcns::Errno::ESRCH))?;
+        let p = process(fd, call.id, cred.pid).map_err(Failed)?;
+        cred.start_time = p.start;
+        let mem = notify::Memory {
+            listener: fd,
+            id: call.id,
+            tid: call.tid,
+        };
+        if matches!(call.nr, serve::SHMAT | serve::SHMDT) {
+            // Mapped or unmapped in the caller by the caller (`trace.rs`),
+            // which then has its answer in its registers.
+            let t = Rc::new(trace::Tracer::new(fd, call.id, call.tid, p.pid));
+            let mapper: Rc<dyn acting::Mapper> = t.clone();
+            let r = acting::for_process(p, Some(mapper), || {
+                serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
+            });
+            if t.finish(r) {
+                return Err(Answered);
+            }
+            return r.map_err(Failed);
+        }
+        if !serve::may_block(call.nr, &call.args) {
+            return acting::for_process(p, None, || {
+                serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
+            })
+            .map_err(Failed);
+        }
+        ensure_idle(sh);
+        let s = Arc::new(Sleeping {
+            id: call.id,
+            tid: call.tid,
+            worker: gettid(),
+            end: AtomicU8::new(AWAKE),
+        });
+        locked(&sh.sleeping).push(Arc::clone(&s));
+        let r = acting::for_process(p, None, || {
+            serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
+        });
+        locked(&sh.sleeping).retain(|x| !Arc::ptr_eq(x, &s));
+        match (s.end.load(SeqCst), r) {
+            // Done before the signal could end it: done.
+            (_, Ok(v)) => Ok(v),
+            (EINTR, Err(_)) => Err(Failed(ipcns::Errno::EINTR)),
+            (_, Err(e)) => Err(Failed(e)),
+        }
+    })();
+    let result = match result {
+        Ok(v) => Ok(v),
+        Err(Failed(e)) => Err(e),
+        Err(Answered) => return,
+    };
+    // A caller gone no longer waits: the answer goes nowhere.
+    notify::reply(fd, call.id, result);
+}
+
+/// Why a call did not return a value: its errno, or its answer given
+/// already (in the caller's registers, by `trace.rs`).
+enum Unanswered {
+    Failed(ipcns::Errno),
+    Answered,
+}
+use Unanswered::{Answered, Failed};
+
+/// The process `tgid` that made call `id`: its start time and the number
+/// of its program image, read now (each call: the process may have
+/// exec'd since its last).
+///
+/// The image number: what an exec of a process changes in
+/// `/proc/PID/stat`, where its new stack, heap, arguments and environment
+/// begin (fields 28, 47, 48 and 50), randomised at each exec (unless the
+/// program runs with address space randomisation off, where an exec of
+/// the same program can go unseen: its attachments then stay counted).
+fn process(fd: RawFd, id: u64, tgid: i32) -> Result<Process, ipcns::Errno> {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{tgid}/stat")).map_err(|_| ipcns::Errno::ESRCH)?;
+    // The command name (field 2) may hold spaces and parentheses: fields
+    // are counted after its closing parenthesis (field 3 is index 0).
+    let rest = stat
+        .rfind(')')
+        .map(|i| &stat[i + 1..])
+        .ok_or(ipcns::Errno::ESRCH)?;
+    let f: Vec<u64> = rest
+        .split_ascii_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let field = |n: usize| f.get(n - 3).copied().unwrap_or(0);
+    let start = field(22);
+    let image = [28, 47, 48, 50]
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &n| {
+            (h ^ field(n)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+        | 1;
+    // The numbers read are the caller's process's: the thread still waits.
+    if !notify::valid(fd, id) {
+        return Err(ipcns::Errno::ESRCH);
+    }
+    Ok(Process {
+        pid: tgid,
+        start,
+        image,
+    })
+}
+
+fn gettid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// The signal that tells a supervisor thread its sleeping call is over.
+fn interrupt_signal() -> i32 {
+    libc::SIGRTMIN() + 4
+}
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    ipcns::intr::note_signal();
+}
+
+fn install_interrupt() {
+    // SAFETY: all-zero is a valid sigaction (no flags, empty mask); the
+    // handler is async-signal-safe (module doc).
+    unsafe {
+        let mut sa: libc::sigaction = core::mem::zeroed();
+        sa.sa_sigaction = on_interrupt as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(interrupt_signal(), &sa, core::ptr::null_mut());
+    }
+}
+
+/// The watcher: every few milliseconds while calls sleep, ends those whose
+/// caller is gone or has a signal coming that a handler will take.
+fn watch(sh: &Arc<Shared>) {
+    let fd = sh.listener.as_raw_fd();
+    loop {
+        std::thread::sleep(WATCH);
+        if ended(fd) && locked(&sh.sleeping).is_empty() {
+            return;
+        }
+        let now: Vec<Arc<Sleeping>> = locked(&sh.sleeping).clone();
+        for s in now {
+            if s.end.load(SeqCst) != AWAKE {
+                continue;
+            }
+            let end = if !notify::valid(fd, s.id) {
+                GONE
+            } else if signal_coming(s.tid) {
+                EINTR
+            } else {
+                continue;
+            };
+            s.end.store(end, SeqCst);
+            // SAFETY: plain integers; the worker is a thread of ours,
+            // which unregisters before it ends.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    libc::getpid(),
+                    s.worker,
+                    interrupt_signal(),
+                );
+            }
+        }
+    }
+}
+
+/// Whether thread `tid` has a signal pending (its own or its process's)
+/// that it does not block and whose handler will run: what ends the
+/// kernel's semop, msgsnd and msgrcv with EINTR. (A fatal one kills it;
+/// an ignored one or a stop does not end the call.)
+fn signal_coming(tid: i32) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    let mask = |name: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let pending = mask("SigPnd") | mask("ShdPnd");
+    pending & !mask("SigBlk") & mask("SigCgt") != 0
+}
