@@ -63,6 +63,7 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         "idmap" => idmap::run(rest),
         "bench" => bench::run(&args::all_utf8("bench", rest)?),
         "run" => run::run(rest),
+        "__supervise" => run::supervisor::main(rest),
         name @ ("ipcs" | "ipcmk" | "ipcrm" | "sysctl" | "proc" | "ns" | "top") => {
             let (ns_name, rest) = ns::take_ns_option(rest)?;
             match name {

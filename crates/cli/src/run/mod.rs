@@ -316,13 +316,13 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         .flatten()
         .collect();
     let ns = std::sync::Arc::new(ns);
-    let handoff = if supervised {
+    let (handoff, supervisor_pid) = if supervised {
         let (ours, theirs) =
             supervisor::handoff::channel().context("a socket pair for the supervisor")?;
-        supervisor::start(std::sync::Arc::clone(&ns), ours).context("starting the supervisor")?;
-        Some(theirs)
+        let pid = supervisor::spawn(&ns, &t.arena, ours).context("starting the supervisor")?;
+        (Some(theirs), Some(pid))
     } else {
-        None
+        (None, None)
     };
     let listener = handoff.as_ref().map(|h| sys::Listener {
         filter: supervised_filter(),
@@ -361,6 +361,11 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
     drop(child);
     let reaper = Reaper::start(ns);
     let status = watch(&set, pid, &reaper)?;
+    // The supervisor ends once no process under its filter is left (at
+    // once, unless the program left some running): not a survivor then.
+    if let Some(s) = supervisor_pid {
+        sys::wait_for(s, Duration::from_secs(2));
+    }
     // The dead reaped with the program get their cleanup now; children
     // that ended since are reaped too (a few rounds: descendants that keep
     // dying must not keep us). Then whoever still runs is left.

@@ -101,17 +101,8 @@ pub enum Reaped {
 /// `waitpid(-1, &status, WNOHANG)`: one ended child, if any.
 pub fn reap() -> io::Result<Reaped> {
     loop {
-        // __WNOTHREAD: this thread's children only, not the threads the
-        // supervisor's threads trace for a moment (`supervisor/trace.rs`),
-        // whose stops any other thread's wait would take.
-        return match process::wait4(-1, libc::WNOHANG | libc::__WNOTHREAD) {
+        return match process::wait4(-1, libc::WNOHANG) {
             Ok((0, _)) => Ok(Reaped::Running),
-            // A ptrace stop of a child a supervisor thread traces, not an
-            // end: the tracer's (`supervisor/trace.rs`).
-            Ok((p, status)) if libc::WIFSTOPPED(status) => {
-                crate::run::supervisor::trace::hand_over(p, status);
-                continue;
-            }
             Ok((p, status)) => Ok(Reaped::Child(p, status)),
             // waitpid(2): "EINTR: WNOHANG was not set and an unblocked
             // signal or a SIGCHLD was caught" (never here, but harmless
@@ -122,6 +113,24 @@ pub fn reap() -> io::Result<Reaped> {
             Err(e) if e.raw() == libc::ECHILD => Ok(Reaped::None),
             Err(e) => Err(e.into()),
         };
+    }
+}
+
+/// Waits up to `limit` for child `pid` to end, and reaps it; whether it
+/// ended (or was reaped already).
+pub fn wait_for(pid: i32, limit: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + limit;
+    loop {
+        match process::wait4(pid, libc::WNOHANG) {
+            Ok((0, _)) => {}
+            Ok(_) => return true,
+            Err(Errno::EINTR) => continue,
+            Err(_) => return true,
+        }
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 

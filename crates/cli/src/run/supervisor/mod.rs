@@ -83,35 +83,118 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the supervisor on a thread of its own: it takes the listener
-/// the child sends through `from` (nothing if the child ends without
-/// sending one) and serves the program's calls until no process under
-/// the filter is left.
-pub fn start(ns: Arc<Namespace>, from: OwnedFd) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("ipcns-supervisor".into())
-        .spawn(move || {
-            let Some(listener) = handoff::receive(&from) else {
-                return;
-            };
-            drop(from);
-            // Without it (before Linux 6.6) a call costs about ten times
-            // more (a wake-up on another cpu), but works.
-            let _ = notify::sync_wake_up(listener.as_raw_fd());
-            install_interrupt();
-            let sh = Arc::new(Shared {
-                ns,
-                listener,
-                idle: AtomicUsize::new(0),
-                sleeping: Mutex::new(Vec::new()),
-            });
-            let w = Arc::clone(&sh);
-            let _ = std::thread::Builder::new()
-                .name("ipcns-watcher".into())
-                .spawn(move || watch(&w));
-            receive(&sh);
-        })
-        .map(|_| ())
+/// Starts the supervisor: `ipcns __supervise SOCK ARENA PATH`, a process
+/// of its own (so that it outlives `ipcns run` while daemons the program
+/// left use it, and traces callers from outside the process that waits
+/// for them), with the run's namespace (`ns`'s arena, found beside
+/// `path`) and `sock`, through which the child sends the listener. Its
+/// pid.
+pub fn spawn(ns: &Namespace, path: &std::path::Path, sock: OwnedFd) -> std::io::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let arena = ns.file_dup()?;
+    let fds = [sock.as_raw_fd(), arena.as_raw_fd()];
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("__supervise")
+        .arg(fds[0].to_string())
+        .arg(fds[1].to_string())
+        .arg(path)
+        .env_remove("LD_PRELOAD")
+        // Nothing of the caller's: a supervisor serving daemons the
+        // program left must not keep its caller's pipes open.
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let hook = move || {
+        for fd in fds {
+            // SAFETY: F_SETFD on our own descriptors, between fork and
+            // exec (async-signal-safe).
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook makes only async-signal-safe system calls.
+    unsafe { cmd.pre_exec(hook) };
+    let child = cmd.spawn()?;
+    Ok(child.id() as i32)
+}
+
+/// `ipcns __supervise SOCK ARENA PATH` (see [`spawn`]): serves until no
+/// process under the filter is left, then exits.
+pub fn main(args: &[std::ffi::OsString]) -> anyhow::Result<std::process::ExitCode> {
+    use anyhow::Context;
+    use std::os::fd::FromRawFd;
+    let fd = |i: usize| -> anyhow::Result<OwnedFd> {
+        let n: RawFd = args
+            .get(i)
+            .and_then(|a| a.to_str())
+            .and_then(|a| a.parse().ok())
+            .context("usage: ipcns __supervise SOCK ARENA PATH (started by ipcns run)")?;
+        // SAFETY: F_GETFD takes no pointer.
+        if n < 3 || unsafe { libc::fcntl(n, libc::F_GETFD) } < 0 {
+            anyhow::bail!("descriptor {n} is not open");
+        }
+        // SAFETY: open (checked), handed to us by `spawn`, owned by nothing
+        // else in this process.
+        Ok(unsafe { OwnedFd::from_raw_fd(n) })
+    };
+    let (sock, arena) = (fd(0)?, fd(1)?);
+    let path = args.get(2).map(std::path::PathBuf::from);
+    // Its own session: the terminal's signals are the program's. Signals
+    // `ipcns run` blocked are not ours to block.
+    // SAFETY: plain calls; an empty mask and SIG_IGN dispositions.
+    unsafe {
+        libc::setsid();
+        let mut none: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, core::ptr::null_mut());
+        for sig in [
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    let ns = Namespace::open_fd(arena, path.as_deref()).context("the run's namespace")?;
+    let Some(listener) = handoff::receive(&sock) else {
+        return Ok(std::process::ExitCode::SUCCESS);
+    };
+    drop(sock);
+    serve(Arc::new(ns), listener);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Serves the calls of `listener` until no process under the filter is
+/// left.
+fn serve(ns: Arc<Namespace>, listener: OwnedFd) {
+    // Without it (before Linux 6.6) a call costs about ten times more (a
+    // wake-up on another cpu), but works.
+    let _ = notify::sync_wake_up(listener.as_raw_fd());
+    install_interrupt();
+    let sh = Arc::new(Shared {
+        ns,
+        listener,
+        idle: AtomicUsize::new(0),
+        sleeping: Mutex::new(Vec::new()),
+    });
+    let w = Arc::clone(&sh);
+    let _ = std::thread::Builder::new()
+        .name("ipcns-watcher".into())
+        .spawn(move || watch(&w));
+    // The first receiver is this thread; when it leaves, the others
+    // still serve unless the filter's processes are all gone.
+    loop {
+        receive(&sh);
+        if ended(sh.listener.as_raw_fd()) {
+            return;
+        }
+    }
 }
 
 /// A thread waiting in RECV and serving what it gets, until the filter's

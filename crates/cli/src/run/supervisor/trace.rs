@@ -272,44 +272,19 @@ impl Tracer {
     }
 }
 
-/// Stops of traced threads that `ipcns run`'s main thread took with its
-/// wait for its children: a thread traced by a thread of its own parent's
-/// process shows its ptrace stops to the parent's waits too (the kernel's
-/// `wait_consider_task`), so the main thread hands them over here
-/// (`sys::reap`) instead of taking them for its child's end.
-static TAKEN: std::sync::Mutex<Vec<(i32, i32)>> = std::sync::Mutex::new(Vec::new());
-
-/// Hands over stop `status` of `pid`, taken by another thread's wait.
-pub fn hand_over(pid: i32, status: i32) {
-    TAKEN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((pid, status));
-}
-
-/// The next wait status of traced thread `tid`: from our own wait, or
-/// handed over; None if there is none to be had (it is no longer ours).
+/// The next wait status of traced thread `tid`; None if it is no longer
+/// ours to wait for.
 fn status_of(tid: i32) -> Option<i32> {
-    let mut pause = std::time::Duration::from_micros(5);
     loop {
-        {
-            let mut t = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = t.iter().position(|&(p, _)| p == tid) {
-                return Some(t.remove(i).1);
-            }
-        }
         let mut st = 0;
         // SAFETY: see the module's doc.
-        let r = unsafe { libc::waitpid(tid, &mut st, libc::__WALL | libc::WNOHANG) };
+        let r = unsafe { libc::waitpid(tid, &mut st, libc::__WALL) };
         if r == tid {
             return Some(st);
         }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // ECHILD: its end was taken by the main thread's wait.
             return None;
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_millis(1));
     }
 }
 
