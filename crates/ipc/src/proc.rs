@@ -274,9 +274,25 @@ pub(crate) fn death_word<'a>(
 
 /// Whether record `r`'s death word is marked: the thread that armed it
 /// has ended (the kernel's robust list walk), so its process may have
-/// died. Procs lock held.
+/// died. A record served by a supervisor (`acting.rs`), which has no
+/// death word, always reads as marked: an observer looks in /proc for its
+/// process (a few µs), as it would for a marked word. Procs lock held.
 pub(crate) fn death_marked(a: &Session, r: &Proc) -> bool {
-    death_word(a, r).is_some_and(|w| w.load(Relaxed) & crate::sys::robust::OWNER_DIED != 0)
+    r.spare[1].load(Relaxed) == SERVED
+        || death_word(a, r).is_some_and(|w| w.load(Relaxed) & crate::sys::robust::OWNER_DIED != 0)
+}
+
+/// `spare[1]` of a LIVE record whose process a supervisor serves: no
+/// death page (its process maps nothing of ours); its tag is no
+/// [`DEATH_TAG`] and no time an UNBORN record keeps there.
+const SERVED: u64 = 0x5e7d << 48;
+
+/// Marks LIVE record `r`, which has no death page, as served by a
+/// supervisor (see [`death_marked`]). Procs lock held.
+pub(crate) fn mark_served(r: &Proc) {
+    if r.spare[1].load(Relaxed) == 0 {
+        r.spare[1].store(SERVED, Relaxed);
+    }
 }
 
 /// Record `r` has no death page any more. Procs lock held.

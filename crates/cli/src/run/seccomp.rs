@@ -224,7 +224,8 @@ impl Filter {
 }
 
 /// The supervisor's filter (`supervisor/`): x86-64's twelve System V IPC
-/// calls go to the supervisor (`SECCOMP_RET_USER_NOTIF`), the IPC calls of x32 and i386 fail with ENOSYS (their
+/// calls and the calls it hears of ([`HEARD`]) go to the supervisor
+/// (`SECCOMP_RET_USER_NOTIF`), the IPC calls of x32 and i386 fail with ENOSYS (their
 /// structures are laid out otherwise, and nothing serves them: they must
 /// not reach the kernel's namespace either), anything else is allowed; a
 /// call made as an unknown architecture kills, as in [`Filter::new`].
@@ -254,7 +255,7 @@ pub fn supervised() -> Filter {
         Op::IfNe(0, X32),
         Op::Load(OFF_NR),
     ];
-    for &(_, nr) in X86_64.calls {
+    for &(_, nr) in X86_64.calls.iter().chain(HEARD) {
         ops.push(Op::IfEq(nr, NOTIFY));
     }
     ops.extend([
@@ -309,6 +310,12 @@ pub fn supervised() -> Filter {
     }
     Filter { code }
 }
+
+/// Calls the supervisor hears of before the kernel makes them:
+/// x86-64's exit_group (a process's undo entries and attachments are
+/// finished before it is gone, as the kernel's exit does).
+#[cfg(target_arch = "x86_64")]
+pub const HEARD: &[(&str, u32)] = &[("exit_group", 231)];
 
 /// Fails unless this kernel has seccomp filters: `prctl(PR_GET_SECCOMP)`
 /// is EINVAL without CONFIG_SECCOMP (prctl(2)). Run in the parent, so the
@@ -423,7 +430,7 @@ mod tests {
         let code = f.code();
         let ipc: Vec<u32> = X86_64.calls.iter().map(|c| c.1).collect();
         for nr in 0..1024u32 {
-            let want = if ipc.contains(&nr) {
+            let want = if ipc.contains(&nr) || nr == 231 {
                 libc::SECCOMP_RET_USER_NOTIF
             } else {
                 RET_ALLOW

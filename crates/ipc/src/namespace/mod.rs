@@ -394,6 +394,22 @@ impl Namespace {
             .load(core::sync::atomic::Ordering::Relaxed);
         Cred::read_of(tid, pid, start, ns)
     }
+
+    /// The process this thread acts for (`ipcns::acting`) is exiting
+    /// (its `exit_group`): its undo entries applied and its attachments
+    /// dropped now, as the kernel's exit does before its parent can see
+    /// it gone.
+    #[doc(hidden)]
+    pub fn exit_acting(&self) -> crate::errno::SysResult<()> {
+        crate::process::exit_acting(&self.session)
+    }
+
+    /// The process this thread acts for: attachments of an image it
+    /// replaced by an exec dropped. Whether it still has attachments.
+    #[doc(hidden)]
+    pub fn observe_acting(&self) -> crate::errno::SysResult<bool> {
+        crate::process::observe_acting(&self.session)
+    }
 }
 
 /// Leaving a namespace is the process's exit from it (`process::exit`):

@@ -104,12 +104,47 @@ pub fn me(a: &Session) -> Result<u32, Errno> {
 fn me_for(a: &Session, p: crate::acting::Process) -> Result<u32, Errno> {
     let (idx, exec) = {
         let _g = proc::lock(a)?;
-        proc::find_or_make(a, p.pid, p.start)?
+        let found = proc::find_or_make(a, p.pid, p.start)?;
+        // Its death is looked for in /proc by observers (no death word).
+        proc::mark_served(proc::record(a, found.0)?);
+        found
     };
     if exec {
         adopt_image(a, idx, p.pid, p.start)?;
     }
     Ok(idx)
+}
+
+/// For the process this thread acts for (`acting.rs`), at its
+/// `exit_group`: what the kernel's exit does (`exit_sem`, `exit_shm`), its
+/// undo entries applied and its attachments dropped, before it is gone
+/// (its parent's wait then finds it done). Nothing if it has no record.
+pub fn exit_acting(a: &Session) -> Result<(), Errno> {
+    let Some(p) = crate::acting::current() else {
+        return Ok(());
+    };
+    if let Some((idx, _)) = proc::find(a, p.pid, p.start)? {
+        finish(a, idx, p.pid, Some(p.start), Finish::Exit)?;
+    }
+    Ok(())
+}
+
+/// For the process this thread acts for: if its record was made by an
+/// earlier image (it exec'd since), the attachments that went with the
+/// old address space are dropped, as the kernel drops them at the exec.
+/// Whether the record (if any) still has attachments.
+pub fn observe_acting(a: &Session) -> Result<bool, Errno> {
+    let Some(p) = crate::acting::current() else {
+        return Ok(false);
+    };
+    let Some((idx, exec)) = proc::find(a, p.pid, p.start)? else {
+        return Ok(false);
+    };
+    if exec {
+        adopt_image(a, idx, p.pid, p.start)?;
+    }
+    let _g = proc::lock(a)?;
+    Ok(proc::record(a, idx)?.attaches.load(Relaxed) != 0)
 }
 
 /// The calling process's record if it has one, without making one: what

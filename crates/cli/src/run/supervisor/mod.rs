@@ -44,6 +44,7 @@ pub mod trace;
 use ipcns::Namespace;
 use ipcns::acting::{self, Process};
 use ipcns::intr::Mark;
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
@@ -76,6 +77,8 @@ struct Shared {
     listener: OwnedFd,
     idle: AtomicUsize,
     sleeping: Mutex<Vec<Arc<Sleeping>>>,
+    /// Processes with attachments, as last seen (`watch`).
+    attached: Mutex<HashMap<i32, Process>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -182,6 +185,7 @@ fn serve(ns: Arc<Namespace>, listener: OwnedFd) {
         listener,
         idle: AtomicUsize::new(0),
         sleeping: Mutex::new(Vec::new()),
+        attached: Mutex::new(HashMap::new()),
     });
     let w = Arc::clone(&sh);
     let _ = std::thread::Builder::new()
@@ -242,6 +246,19 @@ fn ensure_idle(sh: &Arc<Shared>) {
 
 fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
     let fd = sh.listener.as_raw_fd();
+    if call.nr == EXIT_GROUP {
+        // Before the kernel's exit: the process's undo entries applied
+        // and its attachments dropped, as `exit_sem` and `exit_shm` do
+        // before its parent can see it gone.
+        if let Some(tgid) = tgid_of(call.tid)
+            && let Ok(p) = process(fd, call.id, tgid)
+        {
+            let _ = acting::for_process(p, None, || sh.ns.exit_acting());
+            locked(&sh.attached).remove(&tgid);
+        }
+        notify::proceed(fd, call.id);
+        return;
+    }
     // The call starts here: a signal noted on this thread from now on ends
     // its sleep (the watcher's, on the caller's behalf).
     let mark = Mark::now();
@@ -252,6 +269,21 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             .map_err(|_| Failed(ipcns::Errno::ESRCH))?;
         let p = process(fd, call.id, cred.pid).map_err(Failed)?;
         cred.start_time = p.start;
+        // A process that exec'd since it attached: the old image's
+        // attachments go before this image's first call is served.
+        let was = locked(&sh.attached).get(&p.pid).copied();
+        if let Some(was) = was
+            && (was.start, was.image) != (p.start, p.image)
+        {
+            let still = was.start == p.start
+                && acting::for_process(p, None, || sh.ns.observe_acting()).unwrap_or(false);
+            let mut a = locked(&sh.attached);
+            if still {
+                a.insert(p.pid, p);
+            } else {
+                a.remove(&p.pid);
+            }
+        }
         let mem = notify::Memory {
             listener: fd,
             id: call.id,
@@ -265,6 +297,10 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             let r = acting::for_process(p, Some(mapper), || {
                 serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
             });
+            if call.nr == serve::SHMAT && r.is_ok() {
+                // Watched for an exec, which drops its attachments.
+                locked(&sh.attached).insert(p.pid, p);
+            }
             if t.finish(r) {
                 return Err(Answered);
             }
@@ -322,14 +358,20 @@ use Unanswered::{Answered, Failed};
 /// program runs with address space randomisation off, where an exec of
 /// the same program can go unseen: its attachments then stay counted).
 fn process(fd: RawFd, id: u64, tgid: i32) -> Result<Process, ipcns::Errno> {
-    let stat =
-        std::fs::read_to_string(format!("/proc/{tgid}/stat")).map_err(|_| ipcns::Errno::ESRCH)?;
+    let p = identity(tgid).ok_or(ipcns::Errno::ESRCH)?;
+    // The numbers read are the caller's process's: the thread still waits.
+    if !notify::valid(fd, id) {
+        return Err(ipcns::Errno::ESRCH);
+    }
+    Ok(p)
+}
+
+/// Process `tgid` as [`process`] names it, if it is there.
+fn identity(tgid: i32) -> Option<Process> {
+    let stat = std::fs::read_to_string(format!("/proc/{tgid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields
     // are counted after its closing parenthesis (field 3 is index 0).
-    let rest = stat
-        .rfind(')')
-        .map(|i| &stat[i + 1..])
-        .ok_or(ipcns::Errno::ESRCH)?;
+    let rest = stat.rfind(')').map(|i| &stat[i + 1..])?;
     let f: Vec<u64> = rest
         .split_ascii_whitespace()
         .map(|v| v.parse().unwrap_or(0))
@@ -342,15 +384,19 @@ fn process(fd: RawFd, id: u64, tgid: i32) -> Result<Process, ipcns::Errno> {
             (h ^ field(n)).wrapping_mul(0x0000_0100_0000_01b3)
         })
         | 1;
-    // The numbers read are the caller's process's: the thread still waits.
-    if !notify::valid(fd, id) {
-        return Err(ipcns::Errno::ESRCH);
-    }
-    Ok(Process {
+    Some(Process {
         pid: tgid,
         start,
         image,
     })
+}
+
+/// Thread `tid`'s thread group (`Tgid:` of /proc/TID/status).
+fn tgid_of(tid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 fn gettid() -> i32 {
@@ -378,14 +424,37 @@ fn install_interrupt() {
     }
 }
 
-/// The watcher: every few milliseconds while calls sleep, ends those whose
-/// caller is gone or has a signal coming that a handler will take.
+/// x86-64's exit_group, which the supervisor hears of.
+const EXIT_GROUP: i32 = 231;
+
+/// The watcher: every few milliseconds, ends the sleeping calls whose
+/// caller is gone or has a signal coming that a handler will take, and
+/// drops the attachments of processes that exec'd since.
 fn watch(sh: &Arc<Shared>) {
     let fd = sh.listener.as_raw_fd();
     loop {
         std::thread::sleep(WATCH);
         if ended(fd) && locked(&sh.sleeping).is_empty() {
             return;
+        }
+        let attached: Vec<Process> = locked(&sh.attached).values().copied().collect();
+        for was in attached {
+            let now = identity(was.pid);
+            let keep = match now {
+                Some(p) if p.start == was.start && p.image == was.image => continue,
+                // An exec: the old image's attachments go (`me` sees the
+                // new image number).
+                Some(p) if p.start == was.start => {
+                    acting::for_process(p, None, || sh.ns.observe_acting()).unwrap_or(false)
+                }
+                // Gone: its exit_group, or the reaper, finished it.
+                _ => false,
+            };
+            let mut a = locked(&sh.attached);
+            match (keep, now) {
+                (true, Some(p)) => a.insert(p.pid, p),
+                _ => a.remove(&was.pid),
+            };
         }
         let now: Vec<Arc<Sleeping>> = locked(&sh.sleeping).clone();
         for s in now {

@@ -56,6 +56,18 @@ pub fn reply(listener: RawFd, id: u64, result: Result<i64, Errno>) -> bool {
     send(listener, id, val, error, 0)
 }
 
+/// Lets the caller's call go on to the kernel (the exit_group the
+/// supervisor only hears of).
+pub fn proceed(listener: RawFd, id: u64) -> bool {
+    send(
+        listener,
+        id,
+        0,
+        0,
+        libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    )
+}
+
 fn send(listener: RawFd, id: u64, val: i64, error: i32, flags: u32) -> bool {
     let mut resp = libc::seccomp_notif_resp {
         id,
