@@ -37,7 +37,7 @@
 
 mod msg;
 mod sem;
-pub(crate) mod shm;
+mod shm;
 
 pub use msg::{Message, MsgFlags, MsgQueue, MsgStat, MsgType};
 pub use sem::{SemFlags, SemOp, SemSet, SemStat};

@@ -12,10 +12,11 @@
 //!   the segment attached (an attached segment is never destroyed, and its
 //!   size never changes). The mapping lasts until the guard's drop
 //!   detaches it: the guard borrows the namespace, its address is held
-//!   ([`held`]: [`Namespace::shmdt`] refuses it with EINVAL while the
-//!   guard lives, so safe code cannot pull the mapping from under a
-//!   slice), and only the guard's own detach or the program's own
-//!   `munmap` (unsafe code, whose promise it is not to) removes it.
+//!   ([`held`](crate::namespace::shm::held): [`Namespace::shmdt`] refuses
+//!   it with EINVAL while the guard lives, so safe code cannot pull the
+//!   mapping from under a slice), and only the guard's own detach or the
+//!   program's own `munmap` (unsafe code, whose promise it is not to)
+//!   removes it.
 //! - the access: other processes (and `as_mut_ptr`'s users here) may write
 //!   the bytes at any time, so they are only ever reached as atomics,
 //!   whose every bit pattern is valid and whose racing accesses are no
@@ -30,6 +31,7 @@ use crate::abi::{IPC_RMID, IPC_STAT, shmid64_ds};
 use crate::errno::Errno;
 use crate::error::Result;
 use crate::namespace::Namespace;
+use crate::namespace::shm::{hold, release};
 use crate::shm::ShmArg;
 use crate::shm::attach::SHM_RDONLY;
 use core::sync::atomic::AtomicU8;
@@ -346,40 +348,4 @@ impl Drop for Attachment<'_> {
         // program's that never calls shmdt.
         let _ = self.detach_now();
     }
-}
-
-/// The addresses of live [`Attachment`]s of this process, which
-/// [`Namespace::shmdt`] refuses (EINVAL, as for an address where no
-/// attachment starts: to the caller none it may detach does). Counted,
-/// so that a process with none pays one load per `shmdt`.
-static HELD: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-static HELD_COUNT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
-
-/// Holds `addr` for a new guard.
-fn hold(addr: usize) {
-    let mut v = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    v.push(addr);
-    HELD_COUNT.store(v.len(), Relaxed);
-}
-
-/// Releases `addr` before its guard detaches it.
-fn release(addr: usize) {
-    let mut v = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(i) = v.iter().position(|&a| a == addr) {
-        v.swap_remove(i);
-    }
-    HELD_COUNT.store(v.len(), Relaxed);
-}
-
-/// Whether a live [`Attachment`] holds `addr`.
-pub(crate) fn held(addr: usize) -> bool {
-    HELD_COUNT.load(Relaxed) != 0
-        && HELD
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&addr)
 }

@@ -16,7 +16,7 @@ mod procfs;
 #[cfg(feature = "testing")]
 pub mod regions;
 mod sem;
-mod shm;
+pub(crate) mod shm;
 pub(crate) mod sysctl;
 
 pub use crate::arena::Access;

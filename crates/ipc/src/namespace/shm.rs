@@ -1,9 +1,14 @@
 //! The public face of the shm mechanism: [`Namespace`]'s methods over `crate::shm`.
+//! Also the addresses that live [`Attachment`](crate::Attachment) guards
+//! hold, which [`Namespace::shmdt`] refuses: kept here, beside the check,
+//! so that the namespace does not reach up into the typed handles; the
+//! guards (`handles/shm.rs`) hold and release their addresses here.
 
 use super::Namespace;
 use crate::creds::Cred;
 use crate::errno::SysResult;
 use crate::shm::ShmArg;
+use core::sync::atomic::Ordering::Relaxed;
 
 impl Namespace {
     /// `shmget(key, size, shmflg)`.
@@ -41,7 +46,7 @@ impl Namespace {
     /// guard detaches it, so no slice it lent is left dangling.
     #[inline]
     pub fn shmdt(&self, cred: &Cred, shmaddr: usize) -> SysResult<i32> {
-        if crate::handles::shm::held(shmaddr) {
+        if held(shmaddr) {
             return Err(crate::errno::Errno::EINVAL);
         }
         crate::shm::attach::shmdt(&self.session, cred, shmaddr)
@@ -114,4 +119,40 @@ impl Namespace {
         }
         crate::shm::attach::remap(&self.session, cred, start, size, pgoff)
     }
+}
+
+/// The addresses of live [`Attachment`](crate::Attachment)s of this
+/// process, which [`Namespace::shmdt`] refuses (EINVAL, as for an address
+/// where no attachment starts: to the caller none it may detach does).
+/// Counted, so that a process with none pays one load per `shmdt`.
+static HELD: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+static HELD_COUNT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Holds `addr` for a new guard.
+pub(crate) fn hold(addr: usize) {
+    let mut v = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    v.push(addr);
+    HELD_COUNT.store(v.len(), Relaxed);
+}
+
+/// Releases `addr` before its guard detaches it.
+pub(crate) fn release(addr: usize) {
+    let mut v = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(i) = v.iter().position(|&a| a == addr) {
+        v.swap_remove(i);
+    }
+    HELD_COUNT.store(v.len(), Relaxed);
+}
+
+/// Whether a live [`Attachment`](crate::Attachment) holds `addr`.
+pub(crate) fn held(addr: usize) -> bool {
+    HELD_COUNT.load(Relaxed) != 0
+        && HELD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&addr)
 }
