@@ -3,25 +3,26 @@
 //! (`object::Counted`: the kernel keeps none), the sleepers queued on each,
 //! a queue's bytes and messages, a segment's attachments, the last pid.
 //!
-//! Read as /proc/sysvipc is (`procfs.rs`): in ascending index order under
-//! the mechanism's registry lock, each object under its own lock, so a
-//! row is one moment of its object. The counters only grow (wrapping at
-//! 2^64); a reader makes rates from two readings of the same object (same
-//! id and `generation`), and a stray write into the arena makes a wrong
-//! count, never a fault: nothing here is used as an offset or an index
-//! but through the checked walks the operations use.
+//! Read by the walk of /proc/sysvipc (`procfs.rs`, `each_live`): in
+//! ascending index order under the mechanism's registry lock, each object
+//! under its own lock, so a row is one moment of its object. The counters
+//! only grow (wrapping at 2^64); a reader makes rates from two readings
+//! of the same object (same id and `generation`), and a stray write into
+//! the arena makes a wrong count, never a fault: nothing here is used as
+//! an offset or an index but through the checked walks the operations
+//! use.
 
 use crate::arena::layout::Mech;
 use crate::creds::Cred;
 use crate::errno::SysResult;
 use crate::msg::MsgKind;
 use crate::namespace::Namespace;
-use crate::object::{Counted, LIVE, Slot};
-use crate::registry::{self, Kind, Reg, lock_object};
+use crate::object::{Counted, Slot};
+use crate::registry::Kind;
 use crate::sem::SemKind;
 use crate::shm::ShmKind;
 use crate::wait;
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 
 /// One object's activity, as [`Namespace::activity`] read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,19 +100,12 @@ impl Namespace {
     where
         K::Slot: Counted,
     {
-        let a = self.arena();
-        let reg = Reg::lock::<K>(a)?;
         let mut out = Vec::new();
-        for idx in reg.bm().iter() {
-            let s = registry::slot::<K>(a, idx)?;
-            let _g = locked!(lock_object::<K>(a, s));
+        self.each_live::<K>(|id, s| {
             let h = s.head();
-            if h.state.load(Acquire) != LIVE {
-                continue;
-            }
             let mut row = ObjectActivity {
                 mech: m,
-                id: a.layout().make_id(h.seq.load(Relaxed), idx),
+                id,
                 key: h.key.load(Relaxed),
                 generation: h.generation.load(Relaxed),
                 uid: cred.show_uid(h.uid.load(Relaxed)),
@@ -126,7 +120,7 @@ impl Namespace {
             };
             fill(s, &mut row);
             out.push(row);
-        }
+        })?;
         Ok(out)
     }
 }

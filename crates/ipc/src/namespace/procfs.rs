@@ -101,9 +101,22 @@ impl Namespace {
         header: &str,
         row: impl Fn(&mut String, i32, &K::Slot, &Cred),
     ) -> SysResult<String> {
+        let mut out = String::from(header);
+        self.each_live::<K>(|id, s| row(&mut out, id, s, cred))?;
+        Ok(out)
+    }
+
+    /// Calls `visit(id, slot)` for every live object of kind `K`, in
+    /// ascending index order: under the mechanism's registry lock, each
+    /// object under its own lock (so what `visit` reads is one moment of
+    /// its object, repaired first if its last holder died). The walk of
+    /// these files and of `activity.rs`.
+    ///
+    /// Locks: none held on entry; the registry lock and one object lock at
+    /// a time while walking; none on exit.
+    pub(super) fn each_live<K: Kind>(&self, mut visit: impl FnMut(i32, &K::Slot)) -> SysResult<()> {
         let a = self.arena();
         let reg = Reg::lock::<K>(a)?;
-        let mut out = String::from(header);
         for idx in reg.bm().iter() {
             let s = registry::slot::<K>(a, idx)?;
             let _g = locked!(lock_object::<K>(a, s));
@@ -111,13 +124,8 @@ impl Namespace {
             if h.state.load(Acquire) != LIVE {
                 continue;
             }
-            row(
-                &mut out,
-                a.layout().make_id(h.seq.load(Relaxed), idx),
-                s,
-                cred,
-            );
+            visit(a.layout().make_id(h.seq.load(Relaxed), idx), s);
         }
-        Ok(out)
+        Ok(())
     }
 }
