@@ -1,8 +1,9 @@
 //! The raw file calls the /proc emulation makes (`procfs/`): a memfd
 //! filled with a text, reopened with the access mode the caller asked
 //! for, its inode, its offset, and the path a directory descriptor names.
-//! All raw system calls (`ipcns_sys::raw`): none goes through an
-//! interposable symbol, ours included. Errors are errno numbers.
+//! All raw system calls (`ipcns_sys::raw`, and `ipcns_sys::fs` for the
+//! link): none goes through an interposable symbol, ours included.
+//! Errors are errno numbers.
 //!
 //! # Safety
 //! Every call passes integers, or pointers to buffers owned by the
@@ -127,19 +128,8 @@ pub fn dir_path(dirfd: i32) -> Option<Vec<u8>> {
         // getcwd's length counts the NUL.
         n.saturating_sub(1)
     } else {
-        let link = format!("/proc/self/fd/{dirfd}\0");
-        // SAFETY: a NUL-terminated path of ours; readlink writes at most
-        // `buf.len()` bytes into our buffer.
-        errno(unsafe {
-            syscall4(
-                libc::SYS_readlinkat,
-                libc::AT_FDCWD as usize,
-                link.as_ptr() as usize,
-                buf.as_mut_ptr() as usize,
-                buf.len(),
-            )
-        })
-        .ok()?
+        let link = std::ffi::CString::new(format!("/proc/self/fd/{dirfd}")).ok()?;
+        ipcns_sys::fs::readlink(&link, &mut buf).ok()?.len()
     };
     (n < buf.len()).then(|| buf[..n].to_vec())
 }

@@ -1,6 +1,7 @@
 //! Calls on paths: open, stat, mkdir, mknod, unlink, link, chmod, truncate,
-//! and reading a directory or a small file. Every path is relative to the working
-//! directory (`AT_FDCWD`), as the libc calls they replace.
+//! readlink, and reading a directory or a small file. Every path is
+//! relative to the working directory (`AT_FDCWD`), as the libc calls they
+//! replace.
 //!
 //! # Safety
 //! Each call passes NUL-terminated paths that live for the call, and
@@ -195,6 +196,24 @@ pub fn read_to_string(path: &Path) -> Result<String, Errno> {
 /// allocation (the lock reads /proc/TID/stat with it).
 pub fn read_into(path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
     open_c(path, libc::O_RDONLY | libc::O_NOCTTY, 0)?.read_full(buf)
+}
+
+/// `readlinkat(AT_FDCWD, path, buf, len)`: the bytes of the link's
+/// target written into `buf` (truncated to it). No allocation (the
+/// preload's guardian reads links with it, where it may not allocate).
+pub fn readlink<'a>(path: &CStr, buf: &'a mut [u8]) -> Result<&'a [u8], Errno> {
+    // SAFETY: a NUL-terminated path; the kernel writes at most buf.len()
+    // bytes into our buffer.
+    let n = unsafe {
+        syscall4(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD as usize,
+            path.as_ptr() as usize,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+        )
+    }?;
+    Ok(buf.get(..n).unwrap_or(buf))
 }
 
 /// `struct linux_dirent64`'s fixed part: `d_ino` (8), `d_off` (8),

@@ -481,7 +481,7 @@ pub fn hold_at_load() {
     {
         let mut p = scan::ProcPath::new(b"/proc/self/fd/");
         p.num(n);
-        let named = sys::readlink(p.c(), &mut buf).is_ok_and(|t| {
+        let named = ipcns_sys::fs::readlink(p.c(), &mut buf).is_ok_and(|t| {
             let base = t.rsplit(|&b| b == b'/').next().unwrap_or(t);
             base.starts_with(b"ipcns.unshare-") && !t.ends_with(b" (deleted)")
         });

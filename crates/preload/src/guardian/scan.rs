@@ -136,7 +136,7 @@ enum Seen {
 /// the guardian by its own pid.
 pub fn proc_is_ours(me: u32) -> bool {
     let mut buf = [0u8; 16];
-    super::sys::readlink(c"/proc/self", &mut buf)
+    ipcns_sys::fs::readlink(c"/proc/self", &mut buf)
         .ok()
         .and_then(dec)
         .is_some_and(|p| p == u64::from(me))

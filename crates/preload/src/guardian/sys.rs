@@ -110,23 +110,6 @@ pub fn rewind(fd: &Fd) {
     };
 }
 
-/// `readlinkat(AT_FDCWD, path, buf, len)`: the bytes of the link's
-/// target written into `buf` (truncated to it).
-pub fn readlink<'a>(path: &CStr, buf: &'a mut [u8]) -> Result<&'a [u8], Errno> {
-    // SAFETY: a NUL-terminated path; the kernel writes at most buf.len()
-    // bytes into our buffer.
-    let n = unsafe {
-        syscall4(
-            libc::SYS_readlinkat,
-            libc::AT_FDCWD as usize,
-            path.as_ptr() as usize,
-            buf.as_mut_ptr() as usize,
-            buf.len(),
-        )
-    }?;
-    Ok(buf.get(..n).unwrap_or(buf))
-}
-
 /// `close(fd)` of a number that is not an [`Fd`] of ours.
 pub fn close(fd: i32) {
     // SAFETY: an integer only.
