@@ -40,7 +40,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [-v] [--] PROGRAM [ARGS...]
+usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--no-supervisor] [-v] [--] PROGRAM [ARGS...]
        ipcns run [OPTIONS]        print what it would do, and exit
 Runs PROGRAM with libipcns.so first in LD_PRELOAD, so that its System V IPC
 calls work on an ipcns namespace instead of the kernel's.
@@ -53,10 +53,12 @@ calls work on an ipcns namespace instead of the kernel's.
                  descendants running as other users (setpriv, su) use it too;
                  the default directory /dev/shm/ipcns-UID is made searchable
   --mode OCTAL   the mode to create it with (group or other bits: shared)
-  --strict       a seccomp filter makes the kernel's twelve System V IPC system
-                 calls fail with ENOSYS in PROGRAM and all its descendants, so a
-                 call that escapes the library fails loudly; it sets no_new_privs,
-                 so setuid programs run without gaining privileges
+  --strict       nothing reaches the kernel's System V IPC: with the supervisor
+                 (the default) there is nothing more to block; with
+                 --no-supervisor, a seccomp filter makes the kernel's twelve IPC
+                 system calls fail with ENOSYS in PROGRAM and its descendants
+  --no-supervisor  the library only: calls that reach the kernel (static
+                 binaries, Go, raw system calls) go to the kernel's namespace
   -v, --verbose  say on stderr which library and namespace the run uses (and
                  whether it made it), and at the end whether it removed or kept it
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
@@ -73,8 +75,10 @@ WINCH CONT to PROGRAM (not those the terminal sent to PROGRAM's process group
 already), and exits when PROGRAM does, with its status, 128+N if signal N
 killed it; descendants still running are left running. Its own failures exit
 125, a PROGRAM that cannot be run 126, one not found 127.
-Static binaries and programs that make system calls themselves (Go) bypass the
-library: under --strict their System V IPC fails with ENOSYS.";
+Calls that reach the kernel (static binaries, Go, musl programs, raw system
+calls) are served by a supervisor (`ipcns __supervise`, a seccomp user
+notification listener) from the same namespace; i386 and x32 calls fail with
+ENOSYS. The filter sets no_new_privs without CAP_SYS_ADMIN.";
 
 /// The signals forwarded to the program (those a shell's job would get,
 /// less the stops, which stop `ipcns run` with its process group).

@@ -248,11 +248,25 @@ pub fn text(opts: &Options) -> anyhow::Result<(String, bool)> {
     let _ = writeln!(
         t,
         "strict:    {}",
-        if opts.strict {
-            "yes: the kernel's System V IPC system calls fail with ENOSYS (seccomp), \
-             and setuid programs run without gaining privileges (no_new_privs)"
+        match (opts.strict, opts.no_supervisor) {
+            (true, true) => {
+                "yes: the kernel's System V IPC system calls fail with ENOSYS (seccomp), \
+                 and setuid programs run without gaining privileges (no_new_privs)"
+            }
+            (true, false) => "yes: the supervisor serves every System V IPC system call",
+            (false, _) => "no",
+        }
+    );
+    let _ = writeln!(
+        t,
+        "supervisor: {}",
+        if opts.no_supervisor {
+            "no (--no-supervisor): a System V IPC system call that does not go through \
+             the library reaches the kernel"
         } else {
-            "no: a System V IPC system call that does not go through the library reaches the kernel"
+            "yes: System V IPC system calls that reach the kernel (static binaries, Go, raw \
+             system calls) are served from the namespace (seccomp user notification; \
+             no_new_privs without CAP_SYS_ADMIN)"
         }
     );
     t.push_str("environment:\n");
