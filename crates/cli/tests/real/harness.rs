@@ -370,8 +370,22 @@ impl Mode {
     }
 
     /// `program`, as this mode runs it: itself on the kernel; under
-    /// `ipcns run --strict [--shared] --ns NAME --` on ipcns.
+    /// `ipcns run --strict --no-supervisor [--shared] --ns NAME --` on
+    /// ipcns, so that every call goes through `libipcns.so` (one that
+    /// reaches the kernel fails with ENOSYS, and shows).
     pub fn command<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        self.command_as(program, false)
+    }
+
+    /// [`Mode::command`] with the supervisor serving what reaches the
+    /// kernel (programs the library cannot reach: static, Go, PHP's
+    /// RTLD_DEEPBIND extensions).
+    #[allow(dead_code)] // the scenarios of programs the library cannot reach
+    pub fn command_served<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        self.command_as(program, true)
+    }
+
+    fn command_as<S: AsRef<OsStr>>(&self, program: S, served: bool) -> Command {
         match &self.ipcns {
             None => {
                 let mut c = Command::new(program);
@@ -381,6 +395,9 @@ impl Mode {
             Some(ns) => {
                 let mut c = Command::new(ipcns_exe());
                 c.arg("run").arg("--strict");
+                if !served {
+                    c.arg("--no-supervisor");
+                }
                 if ns.shared {
                     c.arg("--shared");
                 }
