@@ -506,7 +506,7 @@ pub enum OnStop {
 /// lock while it copies it, and a fault of the sleeper's meanwhile (on
 /// its stack, made copy-on-write, or in the futex call) sleeps for the
 /// lock, a switch of its own; then it takes two more, a stop's sleep and
-/// the wait's again (`process::fork::forks`, counted from the first
+/// the wait's again (`forks::forks`, counted from the first
 /// sleep on). The tick between slices (which may block on locks) starts
 /// the count again. Not seen: a stop while the sleeper spins (its first
 /// 20 µs), one that lands before the futex wait sleeps when the wait
@@ -538,8 +538,8 @@ impl StopWatch {
     /// Before a futex wait.
     fn before(&self) {
         if self.on == OnStop::Eintr && self.base.get().is_none() {
-            crate::process::fork::count_forks();
-            self.forks.set(crate::process::fork::forks().1);
+            forks::count_forks();
+            self.forks.set(forks::forks().1);
             // Twice: the first call's write of its answer onto our stack
             // may fault (a page a fork made copy-on-write), and a fault
             // that sleeps for the memory map's lock is a voluntary switch
@@ -560,7 +560,7 @@ impl StopWatch {
             return false;
         };
         // A fork since `base` (or one in progress then) can add one.
-        let forked = crate::process::fork::forks().0 != self.forks.get();
+        let forked = forks::forks().0 != self.forks.get();
         let extra = if forked { 2 } else { 1 };
         if now - base >= self.waits.get() + extra {
             self.seen.set(true);
@@ -773,4 +773,51 @@ pub fn ticket() -> u32 {
     let salt = (crate::sys::process::getpid() as u32).rotate_left(16);
     let n = NEXT.fetch_add(1, Relaxed).wrapping_add(1) ^ salt;
     n.max(1)
+}
+
+/// The forks of this process, for [`StopWatch`] (only it asks).
+mod forks {
+    #![allow(unsafe_code)]
+    use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    use std::sync::Once;
+
+    /// Forks of this process begun (prepare handler) and ended (parent
+    /// handler), counted once [`count_forks`] was called: a fork holds the
+    /// memory map's lock while it copies it, and a thread that faults
+    /// meanwhile (or whose futex call needs the lock) sleeps for it, a
+    /// voluntary context switch that `wait::StopWatch` must not take for a
+    /// stop.
+    static FORKS_BEGUN: AtomicU64 = AtomicU64::new(0);
+    static FORKS_ENDED: AtomicU64 = AtomicU64::new(0);
+    static COUNTING: Once = Once::new();
+
+    extern "C" fn fork_begins() {
+        FORKS_BEGUN.fetch_add(1, SeqCst);
+    }
+
+    extern "C" fn fork_ended() {
+        FORKS_ENDED.fetch_add(1, SeqCst);
+    }
+
+    extern "C" fn fork_child() {
+        // The other threads' forks in progress are not the child's.
+        FORKS_ENDED.store(FORKS_BEGUN.load(SeqCst), SeqCst);
+    }
+
+    /// Starts counting this process's forks (once; later calls cost a load).
+    pub(super) fn count_forks() {
+        COUNTING.call_once(|| {
+            // SAFETY: the handlers touch only atomics (async-signal-safe, as
+            // a child handler must be).
+            unsafe { libc::pthread_atfork(Some(fork_begins), Some(fork_ended), Some(fork_child)) };
+        });
+    }
+
+    /// `(begun, ended)`: the forks counted so far. A fork was in progress at
+    /// some moment between a reading `(_, e)` and a later `(b, _)` iff `b !=
+    /// e`.
+    pub(super) fn forks() -> (u64, u64) {
+        let e = FORKS_ENDED.load(SeqCst);
+        (FORKS_BEGUN.load(SeqCst), e)
+    }
 }

@@ -39,8 +39,7 @@
 use crate::errno::SysResult;
 use crate::session::Session;
 use crate::shm::attach;
-use core::sync::atomic::AtomicU64;
-use core::sync::atomic::Ordering::{Relaxed, SeqCst};
+use core::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 static ARENAS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
@@ -182,46 +181,6 @@ extern "C" fn in_child() {
             let _ = crate::shm::attach::inherit(a, parent);
         }
     }
-}
-
-/// Forks of this process begun (prepare handler) and ended (parent
-/// handler), counted once [`count_forks`] was called: a fork holds the
-/// memory map's lock while it copies it, and a thread that faults
-/// meanwhile (or whose futex call needs the lock) sleeps for it, a
-/// voluntary context switch that `wait::StopWatch` must not take for a
-/// stop.
-static FORKS_BEGUN: AtomicU64 = AtomicU64::new(0);
-static FORKS_ENDED: AtomicU64 = AtomicU64::new(0);
-static COUNTING: Once = Once::new();
-
-extern "C" fn fork_begins() {
-    FORKS_BEGUN.fetch_add(1, SeqCst);
-}
-
-extern "C" fn fork_ended() {
-    FORKS_ENDED.fetch_add(1, SeqCst);
-}
-
-extern "C" fn fork_child() {
-    // The other threads' forks in progress are not the child's.
-    FORKS_ENDED.store(FORKS_BEGUN.load(SeqCst), SeqCst);
-}
-
-/// Starts counting this process's forks (once; later calls cost a load).
-pub fn count_forks() {
-    COUNTING.call_once(|| {
-        // SAFETY: the handlers touch only atomics (async-signal-safe, as
-        // a child handler must be).
-        unsafe { libc::pthread_atfork(Some(fork_begins), Some(fork_ended), Some(fork_child)) };
-    });
-}
-
-/// `(begun, ended)`: the forks counted so far. A fork was in progress at
-/// some moment between a reading `(_, e)` and a later `(b, _)` iff `b !=
-/// e`.
-pub fn forks() -> (u64, u64) {
-    let e = FORKS_ENDED.load(SeqCst);
-    (FORKS_BEGUN.load(SeqCst), e)
 }
 
 /// Registers `a` (it has attachments) for the fork handlers.
