@@ -12,6 +12,7 @@ mod ipcs;
 mod kernel;
 mod nscmds;
 mod run;
+mod static_programs;
 mod top;
 
 use std::ffi::OsStr;
