@@ -62,9 +62,12 @@ pub struct Process {
     /// Its start time (field 22 of /proc/PID/stat): with `pid`, names it.
     pub start: u64,
     /// A number for its current program image, never 0, different after
-    /// each exec (the supervisor draws it from what the kernel gave the
-    /// image: its AT_RANDOM bytes).
+    /// each exec (the supervisor draws it from what the kernel placed
+    /// differently at the exec).
     pub image: u64,
+    /// The calling thread (what a message received while it slept shows
+    /// as `msg_lrpid`, as the kernel's `task_pid(msr->r_tsk)`); 0 unknown.
+    pub tid: i32,
 }
 
 /// Whether any thread of this process ever acted for another.

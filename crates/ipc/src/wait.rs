@@ -48,7 +48,9 @@ pub struct Waiter {
     pub next: AtomicU64,
     /// The sleeping thread, as lock words name it (tag << 32 | tid).
     pub who: AtomicU64,
-    /// Its thread group id (what the operation records as its pid).
+    /// Its thread group id (the process of the sleeping thread, which
+    /// wakers ask whether it lives; a semop records the caller's pid,
+    /// which a supervisor's thread may sleep for, after its operations).
     pub pid: AtomicI32,
     /// The mechanism's words, by offset ([`SemWaiter`], [`MsgWaiter`]).
     x28: AtomicU32,
@@ -120,7 +122,8 @@ impl<'a> SemWaiter<'a> {
 pub struct MsgWaiter<'a>(&'a Waiter);
 
 impl<'a> MsgWaiter<'a> {
-    /// A sender or a receiver (`msg/queue.rs`'s `KIND_*`).
+    /// A sender or a receiver (`msg/queue.rs`'s `KIND_*`, bits 0-7); bits
+    /// 8-31: the caller's thread when a supervisor sleeps for it, else 0.
     pub fn kind(self) -> &'a AtomicU32 {
         &self.0.x28
     }
@@ -442,9 +445,10 @@ pub fn release(a: &Session, off: u64) {
     let _ = a.free(off, WAITER_BYTES);
 }
 
-/// Heap bytes of `n` saved operations (8 bytes each).
+/// Heap bytes of `n` saved operations (8 bytes each) and the pid the
+/// operation records (`sem::op::enqueue`).
 pub fn ops_bytes(n: u32) -> u64 {
-    u64::from(n).max(1) * 8
+    (u64::from(n).max(1) + 1) * 8
 }
 
 /// Spins on the record for this long before sleeping in the kernel (a

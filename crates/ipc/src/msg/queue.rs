@@ -421,7 +421,10 @@ pub(super) fn enqueue(a: &Session, s: &MsgSlot, wants: Wants) -> SysResult<u64> 
     w.who.store(lock::my_identity(), Relaxed);
     w.pid.store(crate::sys::process::getpid(), Relaxed);
     let m = w.msg();
-    m.kind().store(wants.kind, Relaxed);
+    // The kind, and above it the calling thread when a supervisor's
+    // thread sleeps for it (`acting.rs`): the receiver `msg_lrpid` shows.
+    let caller = crate::acting::current().map_or(0, |p| p.tid as u32 & 0xff_ffff);
+    m.kind().store(wants.kind | caller << 8, Relaxed);
     m.handed().store(0, Relaxed);
     m.size().store(wants.size, Relaxed);
     m.flags().store(wants.mode & MODE_MASK, Relaxed);
@@ -571,8 +574,15 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
     s.stime.store(t, Relaxed);
     // "ipc_update_pid(&msq->q_lrpid, task_pid(msr->r_tsk))": the
     // receiving thread's id.
-    s.lrpid
-        .store((w.who.load(Relaxed) & lock::TID_MASK) as i32, Relaxed);
+    let caller = (w.msg().kind().load(Relaxed) >> 8) as i32;
+    s.lrpid.store(
+        if caller != 0 {
+            caller
+        } else {
+            (w.who.load(Relaxed) & lock::TID_MASK) as i32
+        },
+        Relaxed,
+    );
     s.rtime.store(t, Relaxed);
     if w.state.load(Acquire) != wait::DONE {
         // Sent and received at once (a repair's hand-over of a record
@@ -592,7 +602,7 @@ pub(super) fn hand_over(s: &MsgSlot, b: &Block<'_>, _r: u64, w: &Waiter) {
 pub(super) fn wake_senders(a: &Session, s: &MsgSlot) -> SysResult<()> {
     let mut stop = 0u64;
     walk(a, s, |prev, cur, w| {
-        if w.msg().kind().load(Relaxed) != KIND_SEND {
+        if w.msg().kind().load(Relaxed) & 0xff != KIND_SEND {
             return Ok(Step::Next);
         }
         if w.state.load(Acquire) == wait::DONE {
@@ -641,7 +651,7 @@ fn move_to_tail(a: &Session, s: &MsgSlot, prev: u64, r: u64) -> SysResult<()> {
 /// removal) and `ss_wakeup(kill)`.
 pub(super) fn wake_all(a: &Session, s: &MsgSlot, kind: u32, status: i32) {
     let _ = walk(a, s, |_, _, w| {
-        if (kind == 0 || w.msg().kind().load(Relaxed) == kind)
+        if (kind == 0 || w.msg().kind().load(Relaxed) & 0xff == kind)
             && w.state.load(Acquire) != wait::DONE
         {
             finish(w, status);

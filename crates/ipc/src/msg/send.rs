@@ -174,7 +174,7 @@ fn pipelined_send(a: &Session, s: &MsgSlot, b: &Block<'_>) -> SysResult<bool> {
     let (mtype, size) = (b.mtype(), b.size());
     let mut taken = false;
     queue::walk(a, s, |prev, cur, w| {
-        if w.msg().kind().load(Relaxed) != KIND_RECV {
+        if w.msg().kind().load(Relaxed) & 0xff != KIND_RECV {
             return Ok(Step::Next);
         }
         if w.state.load(Acquire) == wait::DONE {

@@ -404,6 +404,18 @@ impl Namespace {
         crate::process::exit_acting(&self.session)
     }
 
+    /// The process this thread acts for, at its first call: the
+    /// attachments of its parent (pid, start) that it maps too (`mapped`)
+    /// counted as its own, a fork's copies. Whether any were.
+    #[doc(hidden)]
+    pub fn inherit_acting(
+        &self,
+        parent: (i32, u64),
+        mapped: &dyn Fn(u64) -> bool,
+    ) -> crate::errno::SysResult<bool> {
+        crate::process::inherit_acting(&self.session, parent, mapped)
+    }
+
     /// The process this thread acts for: attachments of an image it
     /// replaced by an exec dropped. Whether it still has attachments.
     #[doc(hidden)]

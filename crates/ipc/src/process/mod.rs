@@ -129,6 +129,37 @@ pub fn exit_acting(a: &Session) -> Result<(), Errno> {
     Ok(())
 }
 
+/// For the process this thread acts for, if it has no record yet: the
+/// counted attachments of its parent's record (`parent`: pid and start
+/// time) that it maps too (`mapped`, asked of each address) are its own
+/// too, counted once more, as the kernel counts them at the fork
+/// (`dup_mmap`), which the supervisor did not see. Whether any was.
+pub fn inherit_acting(
+    a: &Session,
+    parent: (i32, u64),
+    mapped: &dyn Fn(u64) -> bool,
+) -> Result<bool, Errno> {
+    let Some(p) = crate::acting::current() else {
+        return Ok(false);
+    };
+    if proc::find(a, p.pid, p.start)?.is_some() {
+        return Ok(false);
+    }
+    let Some((pidx, _)) = proc::find(a, parent.0, parent.1)? else {
+        return Ok(false);
+    };
+    let entries: Vec<_> = crate::shm::attach::counted(a, pidx, parent.0)?
+        .into_iter()
+        .filter(|e| mapped(e.0))
+        .collect();
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    let me = me_for(a, p)?;
+    crate::shm::attach::count_copies(a, entries, me, parent.0)?;
+    Ok(true)
+}
+
 /// For the process this thread acts for: if its record was made by an
 /// earlier image (it exec'd since), the attachments that went with the
 /// old address space are dropped, as the kernel drops them at the exec.

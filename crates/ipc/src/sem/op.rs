@@ -242,6 +242,21 @@ fn commit(
     Ok(())
 }
 
+/// The pid a sleeper's operation records (after its operations, see
+/// `enqueue`); the sleeping thread's process if that word cannot be read.
+fn caller_pid(a: &Session, w: &Waiter) -> i32 {
+    let n = w.sem().nops().load(Relaxed);
+    let off = w.sem().ops().load(Relaxed);
+    let at = off.saturating_add(u64::from(n) * 8);
+    if n == 0 || !a.in_heap(off, wait::ops_bytes(n)) {
+        return w.pid.load(Relaxed);
+    }
+    a.view_slice::<AtomicU64>(at, 1)
+        .ok()
+        .and_then(|v| v.first().map(|p| p.load(Relaxed) as u32 as i32))
+        .unwrap_or_else(|| w.pid.load(Relaxed))
+}
+
 /// The operations saved in a sleeper's record.
 fn saved_ops(a: &Session, w: &Waiter) -> SysResult<Vec<sembuf>> {
     let n = w.sem().nops().load(Relaxed);
@@ -351,7 +366,7 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
     }
     match outcome {
         Attempt::Done(n) => {
-            commit(a, s, sems, &buf[..n], w.pid.load(Relaxed), off, entry)?;
+            commit(a, s, sems, &buf[..n], caller_pid(a, w), off, entry)?;
             s.otime.store(now(), Relaxed);
             bump(s.first_count());
             let altered = sops.iter().any(|o| o.sem_op != 0);
@@ -851,7 +866,12 @@ fn enqueue(
             return Err(e);
         }
     };
-    let words: &[AtomicU64] = a.view_slice(ops, sops.len())?;
+    // The operations, then the caller's pid (what the operation records
+    // as sempid): the record's `pid` is the sleeping thread's process,
+    // which is another when a supervisor sleeps for the caller
+    // (`acting.rs`), and wakers ask whether it lives.
+    let words: &[AtomicU64] = a.view_slice(ops, sops.len() + 1)?;
+    words[sops.len()].store(cred.pid as u32 as u64, Relaxed);
     for (w, o) in words.iter().zip(sops) {
         w.store(
             u64::from(o.sem_num)
@@ -864,7 +884,7 @@ fn enqueue(
     w.state.store(wait::QUEUED, Relaxed);
     w.status.store(0, Relaxed);
     w.who.store(crate::lock::my_identity(), Relaxed);
-    w.pid.store(cred.pid, Relaxed);
+    w.pid.store(crate::sys::process::getpid(), Relaxed);
     w.sem().nops().store(n, Relaxed);
     w.sem().ops().store(ops, Relaxed);
     w.sem()

@@ -44,7 +44,7 @@ pub mod trace;
 use ipcns::Namespace;
 use ipcns::acting::{self, Process};
 use ipcns::intr::Mark;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
@@ -79,6 +79,8 @@ struct Shared {
     sleeping: Mutex<Vec<Arc<Sleeping>>>,
     /// Processes with attachments, as last seen (`watch`).
     attached: Mutex<HashMap<i32, Process>>,
+    /// Processes met (pid, start time): `first_call` done.
+    seen: Mutex<HashSet<(i32, u64)>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -186,6 +188,7 @@ fn serve(ns: Arc<Namespace>, listener: OwnedFd) {
         idle: AtomicUsize::new(0),
         sleeping: Mutex::new(Vec::new()),
         attached: Mutex::new(HashMap::new()),
+        seen: Mutex::new(HashSet::new()),
     });
     let w = Arc::clone(&sh);
     let _ = std::thread::Builder::new()
@@ -267,8 +270,12 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             .ns
             .cred_of(call.tid, 0, 0)
             .map_err(|_| Failed(ipcns::Errno::ESRCH))?;
-        let p = process(fd, call.id, cred.pid).map_err(Failed)?;
+        let p = Process {
+            tid: call.tid,
+            ..process(fd, call.id, cred.pid).map_err(Failed)?
+        };
         cred.start_time = p.start;
+        first_call(sh, p);
         // A process that exec'd since it attached: the old image's
         // attachments go before this image's first call is served.
         let was = locked(&sh.attached).get(&p.pid).copied();
@@ -368,6 +375,11 @@ fn process(fd: RawFd, id: u64, tgid: i32) -> Result<Process, ipcns::Errno> {
 
 /// Process `tgid` as [`process`] names it, if it is there.
 fn identity(tgid: i32) -> Option<Process> {
+    identity_and_parent(tgid).map(|(p, _)| p)
+}
+
+/// [`identity`] and the process's parent (field 4 of /proc/PID/stat).
+fn identity_and_parent(tgid: i32) -> Option<(Process, i32)> {
     let stat = std::fs::read_to_string(format!("/proc/{tgid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields
     // are counted after its closing parenthesis (field 3 is index 0).
@@ -384,11 +396,60 @@ fn identity(tgid: i32) -> Option<Process> {
             (h ^ field(n)).wrapping_mul(0x0000_0100_0000_01b3)
         })
         | 1;
-    Some(Process {
-        pid: tgid,
-        start,
-        image,
-    })
+    Some((
+        Process {
+            pid: tgid,
+            start,
+            image,
+            tid: 0,
+        },
+        field(4) as i32,
+    ))
+}
+
+/// At the first call of a process met: the attachments it inherited from
+/// its parent by a fork the supervisor did not see (a mapping of the same
+/// file at the same address in both) are counted as its own.
+fn first_call(sh: &Shared, p: Process) {
+    {
+        let mut seen = locked(&sh.seen);
+        if !seen.insert((p.pid, p.start)) {
+            return;
+        }
+        if seen.len() > 100_000 {
+            // Forget the oldest meetings: a second look costs little.
+            seen.clear();
+            seen.insert((p.pid, p.start));
+        }
+    }
+    let Some((_, ppid)) = identity_and_parent(p.pid) else {
+        return;
+    };
+    let Some(parent) = identity(ppid) else {
+        return;
+    };
+    let (Ok(mine), Ok(theirs)) = (
+        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)),
+        std::fs::read_to_string(format!("/proc/{ppid}/maps")),
+    ) else {
+        return;
+    };
+    // "START-END PERMS OFFSET DEV INODE": the mapping that starts at `at`.
+    let at = |maps: &str, addr: u64| -> Option<(String, String)> {
+        maps.lines().find_map(|l| {
+            let mut f = l.split_ascii_whitespace();
+            let lo = u64::from_str_radix(f.next()?.split_once('-')?.0, 16).ok()?;
+            let (dev, ino) = (f.nth(2)?, f.next()?);
+            (lo == addr && ino != "0").then(|| (dev.to_string(), ino.to_string()))
+        })
+    };
+    let mapped = |addr: u64| at(&mine, addr).is_some_and(|m| at(&theirs, addr) == Some(m));
+    if acting::for_process(p, None, || {
+        sh.ns.inherit_acting((parent.pid, parent.start), &mapped)
+    }) == Ok(true)
+    {
+        locked(&sh.attached).insert(p.pid, p);
+    }
 }
 
 /// Thread `tid`'s thread group (`Tgid:` of /proc/TID/status).
@@ -439,7 +500,7 @@ fn watch(sh: &Arc<Shared>) {
         }
         let attached: Vec<Process> = locked(&sh.attached).values().copied().collect();
         for was in attached {
-            let now = identity(was.pid);
+            let now = identity(was.pid).map(|p| Process { tid: was.tid, ..p });
             let keep = match now {
                 Some(p) if p.start == was.start && p.image == was.image => continue,
                 // An exec: the old image's attachments go (`me` sees the
