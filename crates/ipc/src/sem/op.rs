@@ -257,6 +257,18 @@ fn caller_pid(a: &Session, w: &Waiter) -> i32 {
         .unwrap_or_else(|| w.pid.load(Relaxed))
 }
 
+/// Whether a supervisor's thread sleeps for a caller that is gone
+/// (killed while it slept; `acting.rs`): the supervisor ends that sleep
+/// soon, but until then the sleeper is no caller's, as the kernel's
+/// sleeper leaves the queue as its task dies. Costs a /proc read, only
+/// for records whose caller is not the sleeping thread's process.
+fn caller_gone(a: &Session, w: &Waiter) -> bool {
+    let caller = caller_pid(a, w);
+    caller != w.pid.load(Relaxed)
+        && crate::creds::start_time(caller as u32)
+            .is_none_or(|start| crate::lock::process_ending(caller, start))
+}
+
 /// The operations saved in a sleeper's record.
 fn saved_ops(a: &Session, w: &Waiter) -> SysResult<Vec<sembuf>> {
     let n = w.sem().nops().load(Relaxed);
@@ -356,7 +368,7 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
         w.state.load(Relaxed) != crate::park::ABANDONED
     } else {
         wait::sleeper_alive(w)
-    };
+    } && !caller_gone(a, w);
     if !alive {
         wait::drop_dead(a, &s.queue, off)?;
         return Ok(Retry::Left {
@@ -496,7 +508,7 @@ pub(super) fn count_waiting(a: &Session, s: &SemSlot, semnum: u16, zero: bool) -
     wait::snapshot(a, &s.queue)
         .into_iter()
         .filter_map(|off| wait::at(a, off).ok())
-        .filter(|w| w.sem().blocking().load(Relaxed) == want)
+        .filter(|w| w.sem().blocking().load(Relaxed) == want && !caller_gone(a, w))
         .count() as i32
 }
 

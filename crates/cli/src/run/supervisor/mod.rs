@@ -54,7 +54,14 @@ use std::time::Duration;
 /// At most this many threads wait idle in RECV; more leave.
 const MAX_IDLE: usize = 3;
 
-/// How often a sleeping call's caller is looked at for signals.
+/// The stack of a supervisor thread that may sleep in a call.
+const THREAD_STACK: usize = 256 << 10;
+
+/// How often a sleeping call's caller is looked at for signals (more
+/// rarely with many: [`PER_SLEEPER`] each).
+const PER_SLEEPER: Duration = Duration::from_micros(200);
+
+/// How often a sleeping call's caller is looked at for signals, at most.
 const WATCH: Duration = Duration::from_millis(4);
 
 /// A call sleeping in a supervisor thread.
@@ -66,6 +73,9 @@ struct Sleeping {
     worker: i32,
     /// [`AWAKE`] until the watcher ends the sleep: [`EINTR`] or [`GONE`].
     end: AtomicU8,
+    /// The caller's process, readable once it ended: the watcher ends
+    /// the sleep of a caller killed at once, not at its next look.
+    pidfd: Option<OwnedFd>,
 }
 
 const AWAKE: u8 = 0;
@@ -242,8 +252,11 @@ fn ensure_idle(sh: &Arc<Shared>) {
         return;
     }
     let s = Arc::clone(sh);
+    // A small stack: the calls use little, and as many threads as callers
+    // sleep at once.
     let _ = std::thread::Builder::new()
         .name("ipcns-supervisor".into())
+        .stack_size(THREAD_STACK)
         .spawn(move || receive(&s));
 }
 
@@ -325,6 +338,8 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             tid: call.tid,
             worker: gettid(),
             end: AtomicU8::new(AWAKE),
+            // The caller's (still waiting, so its pid is not reused yet).
+            pidfd: pidfd_open(p.pid).filter(|_| notify::valid(fd, call.id)),
         });
         locked(&sh.sleeping).push(Arc::clone(&s));
         let r = acting::for_process(p, None, || {
@@ -460,6 +475,41 @@ fn tgid_of(tid: i32) -> Option<i32> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Waits up to `pause` for the processes of `sleeping`'s callers; the
+/// indices of those that ended (none when the time ran out).
+fn wait_for_ends(sleeping: &[Arc<Sleeping>], pause: Duration) -> Vec<usize> {
+    let mut fds: Vec<libc::pollfd> = sleeping
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.pidfd.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = pause.as_millis().clamp(1, 1000) as i32;
+    // SAFETY: `fds` is ours for the call, its length given; -1 entries
+    // are ignored by poll.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n <= 0 {
+        return Vec::new();
+    }
+    fds.iter()
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: plain integers; the descriptor returned is ours.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if r < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor nothing else owns.
+    Some(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(r as RawFd) })
+}
+
 fn gettid() -> i32 {
     // SAFETY: no arguments.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
@@ -494,7 +544,11 @@ const EXIT_GROUP: i32 = 231;
 fn watch(sh: &Arc<Shared>) {
     let fd = sh.listener.as_raw_fd();
     loop {
-        std::thread::sleep(WATCH);
+        // About 5,000 reads of /proc a second at most, however many sleep;
+        // a caller's end wakes the watcher at once.
+        let now: Vec<Arc<Sleeping>> = locked(&sh.sleeping).clone();
+        let pause = WATCH.max(PER_SLEEPER * now.len() as u32);
+        let gone = wait_for_ends(&now, pause);
         if ended(fd) && locked(&sh.sleeping).is_empty() {
             return;
         }
@@ -517,12 +571,11 @@ fn watch(sh: &Arc<Shared>) {
                 _ => a.remove(&was.pid),
             };
         }
-        let now: Vec<Arc<Sleeping>> = locked(&sh.sleeping).clone();
-        for s in now {
+        for (i, s) in now.iter().enumerate() {
             if s.end.load(SeqCst) != AWAKE {
                 continue;
             }
-            let end = if !notify::valid(fd, s.id) {
+            let end = if gone.contains(&i) || !notify::valid(fd, s.id) {
                 GONE
             } else if signal_coming(s.tid) {
                 EINTR

@@ -281,8 +281,17 @@ fn msgrcv(
         text: Vec::new(),
     };
     let (mtype, n) = ns.msgrcv_into_since(mark, cred, msqid, &mut buf, msgtyp, msgflg)?;
-    mem.write(msgp, &mtype.to_ne_bytes())?;
-    mem.write(msgp.wrapping_add(MTYPE), &buf.text[..n.min(buf.text.len())])?;
+    let text = &buf.text[..n.min(buf.text.len())];
+    let written = mem
+        .write(msgp, &mtype.to_ne_bytes())
+        .and_then(|()| mem.write(msgp.wrapping_add(MTYPE), text));
+    if written == Err(Errno::ESRCH) && msgflg & abi::MSG_COPY == 0 {
+        // The caller is gone (killed while it slept): the message it was
+        // handed goes back on the queue, never lost with it. (A caller
+        // killed in the kernel's msgrcv leaves before it is handed one.)
+        let _ = ns.msgsnd(cred, msqid, mtype, text, abi::IPC_NOWAIT);
+    }
+    written?;
     Ok(n as i64)
 }
 
