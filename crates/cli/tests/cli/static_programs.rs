@@ -134,9 +134,14 @@ impl Sides {
 
     /// Builds the program as `build` says, into `NAME`; its path.
     fn build(&self, build: &Build, name: &str) -> PathBuf {
-        let c = self.dir.path().join("sysv12.c");
+        self.build_source(build, name, "sysv12.c", SOURCE)
+    }
+
+    /// Builds `source` (as file `file`) as `build` says, into `NAME`.
+    fn build_source(&self, build: &Build, name: &str, file: &str, source: &str) -> PathBuf {
+        let c = self.dir.path().join(file);
         if !c.exists() {
-            std::fs::write(&c, SOURCE).unwrap();
+            std::fs::write(&c, source).unwrap();
         }
         let out = self.dir.path().join(name);
         let r = Command::new(build.compiler)
@@ -149,7 +154,7 @@ impl Sides {
             .unwrap_or_else(|e| panic!("run {} (install it): {e}", build.compiler));
         assert!(
             r.status.success(),
-            "{} sysv12.c: {}",
+            "{} {file}: {}",
             build.name,
             text(&r.stderr)
         );
@@ -405,6 +410,29 @@ fn a_dynamic_parent_and_its_static_child_share_objects_by_key() {
     }
     let o = s.ipcns(&args);
     compare(TEST, &k, &o, "mixed: done");
+}
+
+/// `tests/c/sstorm.c` (see its header), gcc -static: many callers blocked
+/// at once in the supervisor, and sleepers and an undo holder killed with
+/// SIGKILL: nothing lost, nothing left behind, as on the kernel.
+#[test]
+fn many_blocked_callers_and_a_kill_storm_leave_nothing_behind() {
+    const TEST: &str =
+        "static_programs::many_blocked_callers_and_a_kill_storm_leave_nothing_behind";
+    let Some(s) = Sides::new(TEST) else {
+        return;
+    };
+    let prog = s.build_source(
+        &GCC_STATIC,
+        "sstorm",
+        "sstorm.c",
+        include_str!("../c/sstorm.c"),
+    );
+    let k = s.kernel(&[&prog]);
+    for _ in 0..3 {
+        let o = s.ipcns(&[&prog]);
+        compare(TEST, &k, &o, "end: ran through");
+    }
 }
 
 #[test]

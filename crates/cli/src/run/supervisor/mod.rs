@@ -71,8 +71,11 @@ struct Sleeping {
     tid: i32,
     /// The supervisor's thread making the call.
     worker: i32,
-    /// [`AWAKE`] until the watcher ends the sleep: [`EINTR`] or [`GONE`].
+    /// [`AWAKE`] until the watcher ends the sleep ([`EINTR`], [`GONE`]) or
+    /// the call ends by itself ([`DONE`]), whichever is first.
     end: AtomicU8,
+    /// The watcher has sent its signal (after ending the sleep).
+    sent: std::sync::atomic::AtomicBool,
     /// The caller's process, readable once it ended: the watcher ends
     /// the sleep of a caller killed at once, not at its next look.
     pidfd: Option<OwnedFd>,
@@ -81,6 +84,7 @@ struct Sleeping {
 const AWAKE: u8 = 0;
 const EINTR: u8 = 1;
 const GONE: u8 = 2;
+const DONE: u8 = 3;
 
 struct Shared {
     ns: Arc<Namespace>,
@@ -278,6 +282,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
     // The call starts here: a signal noted on this thread from now on ends
     // its sleep (the watcher's, on the caller's behalf).
     let mark = Mark::now();
+    let mut caller = None;
     let result = (|| {
         let mut cred = sh
             .ns
@@ -288,6 +293,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             ..process(fd, call.id, cred.pid).map_err(Failed)?
         };
         cred.start_time = p.start;
+        caller = Some(p);
         first_call(sh, p);
         // A process that exec'd since it attached: the old image's
         // attachments go before this image's first call is served.
@@ -338,6 +344,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             tid: call.tid,
             worker: gettid(),
             end: AtomicU8::new(AWAKE),
+            sent: std::sync::atomic::AtomicBool::new(false),
             // The caller's (still waiting, so its pid is not reused yet).
             pidfd: pidfd_open(p.pid).filter(|_| notify::valid(fd, call.id)),
         });
@@ -346,7 +353,22 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
         });
         locked(&sh.sleeping).retain(|x| !Arc::ptr_eq(x, &s));
-        match (s.end.load(SeqCst), r) {
+        let end = match s.end.compare_exchange(AWAKE, DONE, SeqCst, SeqCst) {
+            Ok(_) => DONE,
+            Err(end) => {
+                // The watcher ended it: its signal is this call's, never
+                // the next one's. Once sent, any system call takes it
+                // (the handler runs before the call returns), and the
+                // next call's mark is taken after.
+                while !s.sent.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+                // SAFETY: no arguments.
+                unsafe { libc::syscall(libc::SYS_getpid) };
+                end
+            }
+        };
+        match (end, r) {
             // Done before the signal could end it: done.
             (_, Ok(v)) => Ok(v),
             (EINTR, Err(_)) => Err(Failed(ipcns::Errno::EINTR)),
@@ -359,7 +381,17 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         Err(Answered) => return,
     };
     // A caller gone no longer waits: the answer goes nowhere.
-    notify::reply(fd, call.id, result);
+    if !notify::reply(fd, call.id, result)
+        && let Some(p) = caller
+        && !notify::valid(fd, call.id)
+    {
+        // Killed while its call was being made (the filter's wait ends
+        // only for a fatal signal once the call is received): what the
+        // call did is finished as the kernel's exit would (its undo
+        // entries applied, its attachments dropped), now rather than at
+        // the next reader's look.
+        let _ = acting::for_process(p, None, || sh.ns.exit_acting());
+    }
 }
 
 /// Why a call did not return a value: its errno, or its answer given
@@ -582,9 +614,12 @@ fn watch(sh: &Arc<Shared>) {
             } else {
                 continue;
             };
-            s.end.store(end, SeqCst);
+            if s.end.compare_exchange(AWAKE, end, SeqCst, SeqCst).is_err() {
+                // The call ended by itself meanwhile.
+                continue;
+            }
             // SAFETY: plain integers; the worker is a thread of ours,
-            // which unregisters before it ends.
+            // which waits for `sent` before it takes another call.
             unsafe {
                 libc::syscall(
                     libc::SYS_tgkill,
@@ -593,6 +628,7 @@ fn watch(sh: &Arc<Shared>) {
                     interrupt_signal(),
                 );
             }
+            s.sent.store(true, SeqCst);
         }
     }
 }
