@@ -1,7 +1,11 @@
-//! System V IPC as a C program calls it, for `bench preload`: through the
-//! symbols of `libipcns.so` (opened with `dlopen`, called through function
-//! pointers, as a program linked against them would call them) or through
-//! the C library's wrappers (the kernel).
+//! System V IPC as a C program calls it, for `bench preload` and `bench
+//! supervisor`: through the symbols of `libipcns.so` (opened with
+//! `dlopen`, called through function pointers, as a program linked
+//! against them would call them), through the C library's wrappers (the
+//! kernel; `libipcns.so`'s own in a process it is preloaded in), or
+//! through the system call instruction itself ([`Raw`]), which no library
+//! sees (not even through the C library's `syscall`, which `libipcns.so`
+//! interposes too): under `ipcns run` the supervisor serves it.
 //!
 //! # Safety
 //! `dlopen` is given a NUL-terminated path; the library it loads is
@@ -12,7 +16,10 @@
 //! never closed, so the pointers stay valid for the process's life. Every
 //! call passes pointers to live buffers of ours with the lengths it
 //! states: a `sembuf` slice and its length, a [`MsgBuf`] and at most its
-//! text's size. The environment is set before the library reads it, while
+//! text's size. [`CShm::attach_detach`] asks `shmat` for no address, so the
+//! segment is mapped where nothing is and replaces nothing, and detaches
+//! at once the address it was given, which nothing else has seen. The
+//! environment is set before the library reads it, while
 //! this program has one thread (`bench preload` starts none), so no other
 //! thread reads the environment meanwhile.
 #![allow(unsafe_code)]
@@ -240,5 +247,139 @@ pub fn unshare_user_ipc() -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The system call instruction itself (`ipcns_sys::raw`): the kernel's
+/// System V IPC, or, in a process under `ipcns run`'s supervisor, the
+/// supervisor's (its seccomp filter sends these calls there).
+pub struct Raw;
+
+impl CApi for Raw {
+    fn semget(&self, key: i32, nsems: i32, flg: i32) -> Result<i32, i32> {
+        ipcns_sys::sysv::semget(key, nsems, flg).map_err(|e| e.0)
+    }
+    /// `semop(semid, sops, nsops)` as system call 65 (`SYS_semop`), not
+    /// the C library's (which makes `semtimedop`). semop(2); ipc/sem.c
+    /// `ksys_semtimedop`.
+    #[inline]
+    fn semop(&self, id: i32, sops: &[sembuf]) -> Result<(), i32> {
+        // SAFETY: a live slice and its length, laid out as the kernel's
+        // `struct sembuf` (crates/bench/src/sys.rs pins it); the kernel
+        // only reads it.
+        let r = unsafe {
+            ipcns_sys::raw::syscall3(
+                libc::SYS_semop,
+                id as usize,
+                sops.as_ptr() as usize,
+                sops.len(),
+            )
+        };
+        r.map(drop).map_err(|e| e.0)
+    }
+    fn semctl_rmid(&self, id: i32) {
+        // SAFETY: IPC_RMID reads and writes no user memory: `arg` is 0.
+        let _ = unsafe { ipcns_sys::sysv::semctl(id, 0, libc::IPC_RMID, 0) };
+    }
+    fn msgget(&self, key: i32, flg: i32) -> Result<i32, i32> {
+        ipcns_sys::sysv::msgget(key, flg).map_err(|e| e.0)
+    }
+    #[inline]
+    fn msgsnd(&self, id: i32, buf: &MsgBuf, len: usize, flg: i32) -> Result<(), i32> {
+        let len = len.min(buf.text.len());
+        // SAFETY: a live msgbuf with at least `len` text bytes, all the
+        // kernel reads.
+        let r = unsafe {
+            ipcns_sys::raw::syscall4(
+                libc::SYS_msgsnd,
+                id as usize,
+                (buf as *const MsgBuf) as usize,
+                len,
+                flg as usize,
+            )
+        };
+        r.map(drop).map_err(|e| e.0)
+    }
+    #[inline]
+    fn msgrcv(
+        &self,
+        id: i32,
+        buf: &mut MsgBuf,
+        len: usize,
+        typ: i64,
+        flg: i32,
+    ) -> Result<usize, i32> {
+        let len = len.min(buf.text.len());
+        // SAFETY: a live msgbuf with room for `len` text bytes, all the
+        // kernel writes.
+        unsafe {
+            ipcns_sys::raw::syscall5(
+                libc::SYS_msgrcv,
+                id as usize,
+                (buf as *mut MsgBuf) as usize,
+                len,
+                typ as usize,
+                flg as usize,
+            )
+        }
+        .map_err(|e| e.0)
+    }
+    fn msgctl_rmid(&self, id: i32) {
+        // SAFETY: IPC_RMID reads and writes no user memory: `buf` is 0.
+        let _ = unsafe { ipcns_sys::sysv::msgctl(id, libc::IPC_RMID, 0) };
+    }
+}
+
+/// System V shared memory as a C program calls it: a segment made,
+/// attached and detached at once, removed. Errors are errno values.
+pub trait CShm {
+    /// `shmget(IPC_PRIVATE, size, IPC_CREAT | 0600)`.
+    fn shmget_private(&self, size: usize) -> Result<i32, i32>;
+    /// `shmat(id, NULL, 0)`, then `shmdt` of the address it gave, which
+    /// nothing else sees. shmop(2).
+    fn attach_detach(&self, id: i32) -> Result<(), i32>;
+    /// `shmctl(id, IPC_RMID, NULL)`.
+    fn shmctl_rmid(&self, id: i32);
+}
+
+impl CShm for Libc {
+    fn shmget_private(&self, size: usize) -> Result<i32, i32> {
+        // SAFETY: integers only.
+        let r = unsafe { libc::shmget(libc::IPC_PRIVATE, size, libc::IPC_CREAT | 0o600) };
+        check(c_long::from(r)).map(|v| v as i32)
+    }
+    #[inline]
+    fn attach_detach(&self, id: i32) -> Result<(), i32> {
+        // SAFETY: no address asked for (module doc).
+        let p = unsafe { libc::shmat(id, core::ptr::null(), 0) };
+        if p as isize == -1 {
+            return Err(errno());
+        }
+        // SAFETY: the attachment made just above, seen by nothing else.
+        let r = unsafe { libc::shmdt(p) };
+        check(c_long::from(r)).map(drop)
+    }
+    fn shmctl_rmid(&self, id: i32) {
+        // SAFETY: IPC_RMID reads no buffer.
+        unsafe { libc::shmctl(id, libc::IPC_RMID, core::ptr::null_mut()) };
+    }
+}
+
+impl CShm for Raw {
+    fn shmget_private(&self, size: usize) -> Result<i32, i32> {
+        ipcns_sys::sysv::shmget(libc::IPC_PRIVATE, size, libc::IPC_CREAT | 0o600).map_err(|e| e.0)
+    }
+    #[inline]
+    fn attach_detach(&self, id: i32) -> Result<(), i32> {
+        // SAFETY: no address asked for (module doc).
+        let addr = unsafe { ipcns_sys::sysv::shmat(id, 0, 0) }.map_err(|e| e.0)?;
+        // SAFETY: the attachment made just above, seen by nothing else.
+        unsafe { ipcns_sys::sysv::shmdt(addr) }
+            .map(drop)
+            .map_err(|e| e.0)
+    }
+    fn shmctl_rmid(&self, id: i32) {
+        // SAFETY: IPC_RMID reads and writes no user memory: `buf` is 0.
+        let _ = unsafe { ipcns_sys::sysv::shmctl(id, libc::IPC_RMID, 0) };
     }
 }

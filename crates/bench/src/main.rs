@@ -23,6 +23,7 @@ pub mod semop;
 pub mod shm;
 pub mod stats;
 pub mod stress;
+pub mod supervisor;
 mod sys;
 
 use anyhow::{Context, bail};
@@ -89,6 +90,11 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     if what == shm::KERNEL_CHILD {
         return shm::kernel_child(&args[1..]).map(|()| ExitCode::SUCCESS);
     }
+    // Hidden: `bench supervisor`'s children (under `ipcns run`, and the
+    // kernel's).
+    if what == supervisor::CHILD {
+        return supervisor::child(&args[1..]).map(|()| ExitCode::SUCCESS);
+    }
     let opts = Options::parse(&args[1..])?;
     if opts.plot.is_some()
         && !plot::DRAWN.contains(&what.as_str())
@@ -106,8 +112,18 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         None => None,
     };
     // stress says first whether stress-ng is there.
-    const MEASURED: [&str; 10] = [
-        "contend", "fork", "idmap", "lock", "msg", "preload", "rseq", "semget", "semop", "shm",
+    const MEASURED: [&str; 11] = [
+        "contend",
+        "fork",
+        "idmap",
+        "lock",
+        "msg",
+        "preload",
+        "rseq",
+        "semget",
+        "semop",
+        "shm",
+        "supervisor",
     ];
     if MEASURED.contains(&what.as_str()) {
         stats::warn_if_busy();
@@ -125,8 +141,9 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         "semop" => semop::run(&opts).context("bench semop"),
         "shm" => shm::run(&opts).map(none).context("bench shm"),
         "stress" => stress::run(&opts).map(none).context("bench stress"),
+        "supervisor" => supervisor::run(&opts).map(none).context("bench supervisor"),
         other => bail!(
-            "bench: unknown benchmark {other:?} (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm or stress)"
+            "bench: unknown benchmark {other:?} (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm, stress or supervisor)"
         ),
     };
     let charts = match charts {
@@ -145,9 +162,19 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
 }
 
 /// The benchmarks, as `ipcns bench NAME` names them.
-const BENCHES: [&str; 11] = [
-    "contend", "fork", "idmap", "lock", "msg", "preload", "rseq", "semget", "semop", "shm",
+const BENCHES: [&str; 12] = [
+    "contend",
+    "fork",
+    "idmap",
+    "lock",
+    "msg",
+    "preload",
+    "rseq",
+    "semget",
+    "semop",
+    "shm",
     "stress",
+    "supervisor",
 ];
 
 /// What the options after the benchmark's name ask for.

@@ -213,13 +213,20 @@ fn lookups(a: &impl CApi, o: &Objects, n: u64) -> anyhow::Result<f64> {
     Ok(t.elapsed().as_nanos() as f64 / n as f64)
 }
 
-/// One ping-pong round on set `o.set` (semaphores 0 and 1 at 0): a forked
-/// child responds, this process initiates; ns per round trip. A side that
-/// fails removes the set so that the other's wait ends (EIDRM).
-fn ping_pong(a: &impl CApi, o: &Objects, place: &Placement, sizes: Sizes) -> anyhow::Result<f64> {
+/// One ping-pong round on set `set` (semaphores 0 and 1 at 0): a forked
+/// child responds, this process initiates; ns per round trip, over
+/// `trips` round trips after `warm` untimed ones. A side that fails
+/// removes the set so that the other's wait ends (EIDRM).
+pub(crate) fn ping_pong(
+    a: &impl CApi,
+    set: i32,
+    place: &Placement,
+    warm: u64,
+    trips: u64,
+) -> anyhow::Result<f64> {
     let op = |num: u16, delta: i16| {
         a.semop(
-            o.set,
+            set,
             &[sembuf {
                 sem_num: num,
                 sem_op: delta,
@@ -227,11 +234,11 @@ fn ping_pong(a: &impl CApi, o: &Objects, place: &Placement, sizes: Sizes) -> any
             }],
         )
     };
-    let total = sizes.warm + sizes.trips;
+    let total = warm + trips;
     let child = fork(|| {
         let ok = place.bind(1).is_ok() && (0..total).all(|_| op(0, -1).is_ok() && op(1, 1).is_ok());
         if !ok {
-            a.semctl_rmid(o.set);
+            a.semctl_rmid(set);
         }
         ok
     })
@@ -241,17 +248,17 @@ fn ping_pong(a: &impl CApi, o: &Objects, place: &Placement, sizes: Sizes) -> any
     };
     let r = place.bind(0).map_err(anyhow::Error::from).and_then(|()| {
         let trip = || op(0, 1).and_then(|()| op(1, -1));
-        for _ in 0..sizes.warm {
+        for _ in 0..warm {
             trip().map_err(|e| fail("initiator", e))?;
         }
         let t = Instant::now();
-        for _ in 0..sizes.trips {
+        for _ in 0..trips {
             trip().map_err(|e| fail("initiator", e))?;
         }
-        Ok(t.elapsed().as_nanos() as f64 / sizes.trips as f64)
+        Ok(t.elapsed().as_nanos() as f64 / trips as f64)
     });
     if r.is_err() {
-        a.semctl_rmid(o.set);
+        a.semctl_rmid(set);
     }
     set_cpus(&place.allowed).context("sched_setaffinity")?;
     let child_ok = child.wait().context("waitpid")?;
@@ -319,7 +326,7 @@ fn ping_pong_rounds(a: &impl CApi, o: &Objects, sizes: Sizes) -> anyhow::Result<
     let place = Placement::new()?;
     let mut v = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        v.push(ping_pong(a, o, &place, sizes)?);
+        v.push(ping_pong(a, o.set, &place, sizes.warm, sizes.trips)?);
     }
     Ok(Spread::of(&mut v))
 }
@@ -458,11 +465,11 @@ fn kernel_side() -> anyhow::Result<(Side, &'static str)> {
 }
 
 /// A goal line: shown value and whether met, or why not measured.
-struct Check {
-    text: String,
-    value: f64,
-    shown: String,
-    met: Option<bool>,
+pub(crate) struct Check {
+    pub(crate) text: String,
+    pub(crate) value: f64,
+    pub(crate) shown: String,
+    pub(crate) met: Option<bool>,
 }
 
 fn speedup(text: &str, kernel: Option<f64>, lib: f64, at_least: f64) -> Check {
@@ -495,13 +502,13 @@ fn overhead(text: &str, ns: f64) -> Check {
 }
 
 impl Check {
-    fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         match self.met {
             Some(m) => format!("goal: {}: {} {}", self.text, self.shown, verdict(m)),
             None => format!("goal: {}: {}", self.text, self.shown),
         }
     }
-    fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         format!(
             "{{\"goal\":{},\"value\":{},\"met\":{}}}",
             json_str(&self.text),

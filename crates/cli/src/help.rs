@@ -42,7 +42,7 @@ other commands:
                                       print an \"everything except\" map, ready to write
   idmap write PID [--uid-map FILE] [--gid-map FILE] [--setgroups auto|deny|leave]
                                       write maps to a process in a new user namespace
-  bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress [--json] [--goals] [--plot FILE.svg]
+  bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress|supervisor [--json] [--goals] [--plot FILE.svg]
                                       benchmarks: ipcns beside its baselines, in one run
   help [TOPIC]                        this text, or a command's (as COMMAND --help prints it)
   man                                 the manual page ipcns(1), made from these texts (man -l -)

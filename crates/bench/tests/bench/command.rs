@@ -24,7 +24,7 @@ fn bad_usage_is_an_error_not_a_panic() {
     assert_eq!(
         text(&out.stderr),
         "ipcns: bench: unknown benchmark \"nothing\" \
-         (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm or stress)\n"
+         (expected contend, fork, idmap, lock, msg, preload, rseq, semget, semop, shm, stress or supervisor)\n"
     );
     // No benchmark: the usage, as an error.
     let out = d.run::<&str>(&[]);

@@ -5,6 +5,7 @@
 mod command;
 mod runs;
 mod stress;
+mod supervisor;
 
 use std::ffi::OsStr;
 use std::path::PathBuf;

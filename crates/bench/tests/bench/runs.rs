@@ -89,7 +89,7 @@ fn bench_lock_table_and_usage() {
     let help = d.run(&["--help"]);
     assert!(
         text(&help.stdout).starts_with(
-            "usage: ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress\n         \
+            "usage: ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress|supervisor\n         \
              [--json] [--goals] [--plot FILE.svg]\n"
         )
     );

@@ -204,12 +204,11 @@ fn version_and_help() {
     assert!(text(&d.run(&["help", "ipcrm"]).stdout).starts_with("\nUsage:\n ipcrm [options]\n"));
     // The benchmarks' line and help, printed without the ipcns-bench
     // executable (crates/bench/tests checks that it prints the same help).
-    assert!(
-        text(&d.run(&["help"]).stdout)
-            .contains("bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress ")
-    );
+    assert!(text(&d.run(&["help"]).stdout).contains(
+        "bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress|supervisor "
+    ));
     assert!(text(&d.run(&["bench", "--help"]).stdout).contains(
-        "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress\n         \
+        "ipcns bench contend|fork|idmap|lock|msg|preload|rseq|semget|semop|shm|stress|supervisor\n         \
              [--json] [--goals] [--plot FILE.svg]\n"
     ));
     for args in [
