@@ -254,7 +254,11 @@ pub fn text(opts: &Options) -> anyhow::Result<(String, bool)> {
                  and setuid programs run without gaining privileges (no_new_privs)"
             }
             (true, false) => "yes: the supervisor serves every System V IPC system call",
-            (false, _) => "no",
+            (false, false) => "no: the supervisor serves what does not go through the library",
+            (false, true) => {
+                "no: a System V IPC system call that does not go through the library \
+                 reaches the kernel"
+            }
         }
     );
     let _ = writeln!(

@@ -41,6 +41,7 @@ mod notify;
 mod serve;
 pub mod trace;
 
+use super::seccomp;
 use ipcns::Namespace;
 use ipcns::acting::{self, Process};
 use ipcns::intr::Mark;
@@ -95,6 +96,8 @@ struct Shared {
     attached: Mutex<HashMap<i32, Process>>,
     /// Processes met (pid, start time): `first_call` done.
     seen: Mutex<HashSet<(i32, u64)>>,
+    /// Calling threads met, by thread id.
+    known: Mutex<HashMap<i32, Known>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -203,6 +206,7 @@ fn serve(ns: Arc<Namespace>, listener: OwnedFd) {
         sleeping: Mutex::new(Vec::new()),
         attached: Mutex::new(HashMap::new()),
         seen: Mutex::new(HashSet::new()),
+        known: Mutex::new(HashMap::new()),
     });
     let w = Arc::clone(&sh);
     let _ = std::thread::Builder::new()
@@ -266,7 +270,16 @@ fn ensure_idle(sh: &Arc<Shared>) {
 
 fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
     let fd = sh.listener.as_raw_fd();
+    if seccomp::HEARD.iter().any(|&(_, n)| n as i32 == call.nr) && call.nr != EXIT_GROUP {
+        // A change of the caller's credentials, limits, user namespace or
+        // program to come: what was read of it is read again at its next
+        // call. The change itself is the kernel's.
+        forget(sh, &call);
+        notify::proceed(fd, call.id);
+        return;
+    }
     if call.nr == EXIT_GROUP {
+        forget(sh, &call);
         // Before the kernel's exit: the process's undo entries applied
         // and its attachments dropped, as `exit_sem` and `exit_shm` do
         // before its parent can see it gone.
@@ -284,15 +297,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
     let mark = Mark::now();
     let mut caller = None;
     let result = (|| {
-        let mut cred = sh
-            .ns
-            .cred_of(call.tid, 0, 0)
-            .map_err(|_| Failed(ipcns::Errno::ESRCH))?;
-        let p = Process {
-            tid: call.tid,
-            ..process(fd, call.id, cred.pid).map_err(Failed)?
-        };
-        cred.start_time = p.start;
+        let (cred, p) = who(sh, &call).map_err(Failed)?;
         caller = Some(p);
         first_call(sh, p);
         // A process that exec'd since it attached: the old image's
@@ -337,6 +342,16 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
                 serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
             })
             .map_err(Failed);
+        }
+        // First without sleeping (most calls need not): a call that
+        // would sleep has done nothing, and is made again as it came.
+        if let Some((quick, would_sleep)) = serve::without_sleep(call.nr, &call.args) {
+            let r = acting::for_process(p, None, || {
+                serve::call_as(&sh.ns, &cred, &mem, mark, call.nr, &quick, true)
+            });
+            if r != Err(would_sleep) {
+                return r.map_err(Failed);
+            }
         }
         ensure_idle(sh);
         let s = Arc::new(Sleeping {
@@ -392,6 +407,82 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         // the next reader's look.
         let _ = acting::for_process(p, None, || sh.ns.exit_acting());
     }
+}
+
+/// What the supervisor knows of a calling thread: its credentials and
+/// its process (read from /proc at its first call and after each change
+/// the filter tells of), and its process's pidfd, which says whether the
+/// thread id could name another thread by now.
+struct Known {
+    cred: Arc<ipcns::Cred>,
+    process: Process,
+    pidfd: OwnedFd,
+}
+
+/// The caller of `call`: its credentials and process, from what is known
+/// of its thread if that still holds (its process lives and the thread
+/// is still one of its own), else read afresh.
+fn who(sh: &Shared, call: &notify::Call) -> Result<(Arc<ipcns::Cred>, Process), ipcns::Errno> {
+    let fd = sh.listener.as_raw_fd();
+    {
+        let known = locked(&sh.known);
+        if let Some(k) = known.get(&call.tid)
+            && !ended_pidfd(k.pidfd.as_raw_fd())
+            && thread_of(k.process.pid, call.tid)
+        {
+            return Ok((Arc::clone(&k.cred), k.process));
+        }
+    }
+    let mut cred = sh
+        .ns
+        .cred_of(call.tid, 0, 0)
+        .map_err(|_| ipcns::Errno::ESRCH)?;
+    let pidfd = pidfd_open(cred.pid).ok_or(ipcns::Errno::ESRCH)?;
+    let p = Process {
+        tid: call.tid,
+        ..process(fd, call.id, cred.pid)?
+    };
+    cred.start_time = p.start;
+    let cred = Arc::new(cred);
+    let mut known = locked(&sh.known);
+    if known.len() >= MAX_KNOWN {
+        // Threads of processes gone, mostly: forgotten, read again if not.
+        known.clear();
+    }
+    known.insert(
+        call.tid,
+        Known {
+            cred: Arc::clone(&cred),
+            process: p,
+            pidfd,
+        },
+    );
+    Ok((cred, p))
+}
+
+/// At most this many threads known at once.
+const MAX_KNOWN: usize = 4096;
+
+/// Forgets what is known of `call`'s thread, and of every thread of its
+/// process for an exec or an exit (or of the target of a `prlimit64`).
+fn forget(sh: &Shared, call: &notify::Call) {
+    let mut known = locked(&sh.known);
+    let tgid = known.get(&call.tid).map(|k| k.process.pid);
+    known.remove(&call.tid);
+    let whole = match call.nr {
+        EXIT_GROUP | EXECVE | EXECVEAT => tgid,
+        PRLIMIT64 if call.args[0] != 0 => Some(call.args[0] as i32),
+        _ => None,
+    };
+    if let Some(pid) = whole {
+        known.retain(|_, k| k.process.pid != pid);
+    }
+}
+
+/// Whether thread `tid` is one of process `pid`'s (`tgkill` with signal 0).
+fn thread_of(pid: i32, tid: i32) -> bool {
+    // SAFETY: plain integers; signal 0 only checks.
+    unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) == 0 }
 }
 
 /// Why a call did not return a value: its errno, or its answer given
@@ -532,6 +623,17 @@ fn wait_for_ends(sleeping: &[Arc<Sleeping>], pause: Duration) -> Vec<usize> {
         .collect()
 }
 
+/// Whether the process of `pidfd` ended.
+fn ended_pidfd(pidfd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, ours, for the call.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+}
+
 fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     // SAFETY: plain integers; the descriptor returned is ours.
     let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -567,8 +669,12 @@ fn install_interrupt() {
     }
 }
 
-/// x86-64's exit_group, which the supervisor hears of.
+/// x86-64's exit_group, execve, execveat and prlimit64, among the calls
+/// the supervisor hears of (`seccomp::HEARD`).
 const EXIT_GROUP: i32 = 231;
+const EXECVE: i32 = 59;
+const EXECVEAT: i32 = 322;
+const PRLIMIT64: i32 = 302;
 
 /// The watcher: every few milliseconds, ends the sleeping calls whose
 /// caller is gone or has a signal coming that a handler will take, and

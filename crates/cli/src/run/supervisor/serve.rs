@@ -41,6 +41,28 @@ pub fn may_block(nr: i32, args: &[u64; 6]) -> bool {
     }
 }
 
+/// Call `nr` with `args` made so that it cannot sleep (IPC_NOWAIT on
+/// each semaphore operation, or on the message call), and the error it
+/// then gives where it would have slept; None for a call that never
+/// sleeps. What fails so has done nothing: the call is then made as it
+/// came, and may sleep.
+pub fn without_sleep(nr: i32, args: &[u64; 6]) -> Option<([u64; 6], Errno)> {
+    let mut a = *args;
+    let nowait = abi::IPC_NOWAIT as u64;
+    match nr {
+        SEMOP | SEMTIMEDOP => Some((a, Errno::EAGAIN)),
+        MSGSND => {
+            a[3] |= nowait;
+            Some((a, Errno::EAGAIN))
+        }
+        MSGRCV => {
+            a[4] |= nowait;
+            Some((a, Errno::ENOMSG))
+        }
+        _ => None,
+    }
+}
+
 /// Makes call `nr` with `args` for the caller whose memory is `mem`.
 pub fn call(
     ns: &Namespace,
@@ -50,20 +72,38 @@ pub fn call(
     nr: i32,
     args: &[u64; 6],
 ) -> SysResult<i64> {
+    call_as(ns, cred, mem, mark, nr, args, false)
+}
+
+/// [`call`] with IPC_NOWAIT added to a semop's operations if `nowait`.
+pub fn call_as(
+    ns: &Namespace,
+    cred: &Cred,
+    mem: &Memory,
+    mark: Mark,
+    nr: i32,
+    args: &[u64; 6],
+    nowait: bool,
+) -> SysResult<i64> {
     // The kernel's argument types: int, size_t, long, unsigned int.
     let int = |i: usize| args[i] as i32;
     match nr {
         SEMGET => ns.semget(cred, int(0), int(1), int(2)).map(i64::from),
-        SEMOP => semtimedop(ns, cred, mem, mark, int(0), args[1], args[2] as u32, 0),
+        SEMOP => semtimedop(
+            ns,
+            cred,
+            mem,
+            mark,
+            (int(0), args[1], args[2] as u32, 0),
+            nowait,
+        ),
         SEMTIMEDOP => semtimedop(
             ns,
             cred,
             mem,
             mark,
-            int(0),
-            args[1],
-            args[2] as u32,
-            args[3],
+            (int(0), args[1], args[2] as u32, args[3]),
+            nowait,
         ),
         SEMCTL => semctl(ns, cred, mem, int(0), int(1), int(2), args[3]),
         MSGGET => ns.msgget(cred, int(0), int(1)).map(i64::from),
@@ -102,16 +142,13 @@ pub fn call(
 /// ipc/sem.c `ksys_semtimedop`: the timeout copied in first (EFAULT);
 /// `do_semtimedop`: E2BIG past semopm, EINVAL below 1, the operations
 /// copied in (EFAULT), then the core.
-#[allow(clippy::too_many_arguments)]
 fn semtimedop(
     ns: &Namespace,
     cred: &Cred,
     mem: &Memory,
     mark: Mark,
-    semid: i32,
-    sops: u64,
-    nsops: u32,
-    timeout: u64,
+    (semid, sops, nsops, timeout): (i32, u64, u32, u64),
+    nowait: bool,
 ) -> SysResult<i64> {
     let ts = if timeout == 0 {
         None
@@ -137,7 +174,8 @@ fn semtimedop(
         .map(|b| sembuf {
             sem_num: u16::from_ne_bytes([b[0], b[1]]),
             sem_op: i16::from_ne_bytes([b[2], b[3]]),
-            sem_flg: i16::from_ne_bytes([b[4], b[5]]),
+            sem_flg: i16::from_ne_bytes([b[4], b[5]])
+                | if nowait { abi::IPC_NOWAIT as i16 } else { 0 },
         })
         .collect();
     ns.semtimedop_since(mark, cred, semid, &ops, ts.as_ref())
