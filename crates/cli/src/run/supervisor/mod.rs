@@ -231,7 +231,16 @@ fn receive(sh: &Arc<Shared>) {
         let got = notify::recv(fd);
         sh.idle.fetch_sub(1, SeqCst);
         match got {
-            Ok(call) => serve_one(sh, call),
+            Ok(call) => {
+                // A caller is never left waiting: if serving its call
+                // panicked (a bug of ours), it gets ENOMEM (an answer
+                // given already makes this one fail, harmlessly).
+                let served =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve_one(sh, call)));
+                if served.is_err() {
+                    notify::reply(fd, call.id, Err(ipcns::Errno::ENOMEM));
+                }
+            }
             Err(_) if ended(fd) => return,
             // A caller gone before its call was read (ENOENT), EINTR.
             Err(_) => {}

@@ -288,6 +288,14 @@ fn status_of(tid: i32) -> Option<i32> {
     }
 }
 
+/// A thread still seized when its tracer is dropped without `finish` (a
+/// panic unwinding) is let go with ENOMEM rather than left stopped.
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.finish(Err(Errno::ENOMEM));
+    }
+}
+
 impl Mapper for Tracer {
     fn map(
         &self,
