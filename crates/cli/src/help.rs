@@ -12,7 +12,7 @@ run where the kernel's is missing, locked down or shared.
 
 usage: ipcns COMMAND [ARGS]
 
-  run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--no-supervisor] [--] PROGRAM [ARGS...]
+  run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--no-supervisor | --serve-proc] [--] PROGRAM [ARGS...]
                                       run PROGRAM with libipcns.so preloaded on the namespace, as its
                                       child subreaper; without PROGRAM, print what it would do
 

@@ -40,7 +40,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--no-supervisor] [-v] [--] PROGRAM [ARGS...]
+usage: ipcns run [--ns NAME | --private [--keep]] [--shared | --mode OCTAL] [--strict] [--no-supervisor | --serve-proc] [-v] [--] PROGRAM [ARGS...]
        ipcns run [OPTIONS]        print what it would do, and exit
 Runs PROGRAM with libipcns.so first in LD_PRELOAD, so that its System V IPC
 calls work on an ipcns namespace instead of the kernel's.
@@ -59,6 +59,9 @@ calls work on an ipcns namespace instead of the kernel's.
                  system calls fail with ENOSYS in PROGRAM and its descendants
   --no-supervisor  the library only: calls that reach the kernel (static
                  binaries, Go, raw system calls) go to the kernel's namespace
+  --serve-proc   the supervisor also serves /proc/sysvipc/* and the IPC sysctls
+                 (read) to programs the library cannot reach (a static ipcs);
+                 every open of every process then costs a few microseconds more
   -v, --verbose  say on stderr which library and namespace the run uses (and
                  whether it made it), and at the end whether it removed or kept it
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
@@ -110,6 +113,7 @@ pub struct Options {
     mode: Option<u32>,
     strict: bool,
     no_supervisor: bool,
+    serve_proc: bool,
     verbose: bool,
     program: Option<OsString>,
     args: Vec<OsString>,
@@ -124,6 +128,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
         mode: None,
         strict: false,
         no_supervisor: false,
+        serve_proc: false,
         verbose: false,
         program: None,
         args: Vec::new(),
@@ -147,6 +152,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
             }
             Long("strict") => o.strict = true,
             Long("no-supervisor") => o.no_supervisor = true,
+            Long("serve-proc") => o.serve_proc = true,
             Short('v') | Long("verbose") => o.verbose = true,
             Value(v) => {
                 o.program = Some(v);
@@ -161,6 +167,9 @@ fn parse(args: &[OsString]) -> anyhow::Result<Option<Options>> {
     }
     if o.keep && !o.private {
         bail!("--keep applies to --private only (a named namespace is kept anyway)");
+    }
+    if o.serve_proc && o.no_supervisor {
+        bail!("--serve-proc needs the supervisor (not --no-supervisor)");
     }
     if o.shared && o.mode.is_some_and(|m| m & 0o077 == 0) {
         bail!("--shared with a --mode that gives group and other nothing");
@@ -329,7 +338,7 @@ fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
         (None, None)
     };
     let listener = handoff.as_ref().map(|h| sys::Listener {
-        filter: supervised_filter(),
+        filter: supervised_filter(opts.serve_proc),
         sock: h.as_raw_fd(),
         no_new_privs: !sys::has_cap_sys_admin(),
     });
@@ -422,12 +431,12 @@ fn supervisor_available(verbose: bool) -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn supervised_filter() -> seccomp::Filter {
-    seccomp::supervised()
+fn supervised_filter(opens: bool) -> seccomp::Filter {
+    seccomp::supervised(opens)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn supervised_filter() -> seccomp::Filter {
+fn supervised_filter(_: bool) -> seccomp::Filter {
     seccomp::Filter::native()
 }
 

@@ -230,7 +230,7 @@ impl Filter {
 /// not reach the kernel's namespace either), anything else is allowed; a
 /// call made as an unknown architecture kills, as in [`Filter::new`].
 #[cfg(target_arch = "x86_64")]
-pub fn supervised() -> Filter {
+pub fn supervised(opens: bool) -> Filter {
     /// An instruction whose jump targets are labels.
     enum Op {
         Load(u32),
@@ -255,7 +255,8 @@ pub fn supervised() -> Filter {
         Op::IfNe(0, X32),
         Op::Load(OFF_NR),
     ];
-    for &(_, nr) in X86_64.calls.iter().chain(HEARD) {
+    let opens = if opens { OPENS } else { &[] };
+    for &(_, nr) in X86_64.calls.iter().chain(HEARD).chain(opens) {
         ops.push(Op::IfEq(nr, NOTIFY));
     }
     ops.extend([
@@ -338,6 +339,11 @@ pub const HEARD: &[(&str, u32)] = &[
     ("unshare", 272),
     ("setns", 308),
 ];
+
+/// x86-64's opens, which the supervisor serves under `--serve-proc` for
+/// `/proc/sysvipc/*` and the IPC sysctls (and lets through otherwise).
+#[cfg(target_arch = "x86_64")]
+pub const OPENS: &[(&str, u32)] = &[("open", 2), ("openat", 257), ("openat2", 437)];
 
 /// Fails unless this kernel has seccomp filters: `prctl(PR_GET_SECCOMP)`
 /// is EINVAL without CONFIG_SECCOMP (prctl(2)). Run in the parent, so the
@@ -448,7 +454,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_supervised_filter_notifies_x86_64s_calls_and_denies_the_others() {
-        let f = supervised();
+        let f = supervised(false);
         let code = f.code();
         let ipc: Vec<u32> = X86_64.calls.iter().map(|c| c.1).collect();
         for nr in 0..1024u32 {
@@ -479,6 +485,15 @@ mod tests {
             assert_eq!(run(code, AUDIT_ARCH_I386, nr), want, "i386 {nr}");
         }
         assert_eq!(run(code, AUDIT_ARCH_AARCH64, 0), RET_KILL);
+        // The opens only with --serve-proc.
+        let with = supervised(true);
+        for &(_, nr) in OPENS {
+            assert_eq!(run(code, AUDIT_ARCH_X86_64, nr), RET_ALLOW);
+            assert_eq!(
+                run(with.code(), AUDIT_ARCH_X86_64, nr),
+                libc::SECCOMP_RET_USER_NOTIF
+            );
+        }
     }
 
     #[test]

@@ -170,9 +170,14 @@ impl Sides {
 
     /// `ARGS` under `ipcns run --strict --private --shared`.
     fn ipcns<S: AsRef<OsStr>>(&self, args: &[S]) -> Output {
+        self.ipcns_with(&[], args)
+    }
+
+    /// [`Sides::ipcns`] with `more` options of `ipcns run`.
+    fn ipcns_with<S: AsRef<OsStr>>(&self, more: &[&str], args: &[S]) -> Output {
         let mut c = self
             .dir
-            .command(&["run", "--strict", "--private", "--shared", "--"]);
+            .command(&[&["run", "--strict", "--private", "--shared"], more, &["--"]].concat());
         c.args(args)
             .env("IPCNS_PRELOAD", &self.lib)
             .env_remove("IPCNS_FD")
@@ -433,6 +438,40 @@ fn many_blocked_callers_and_a_kill_storm_leave_nothing_behind() {
         let o = s.ipcns(&[&prog]);
         compare(TEST, &k, &o, "end: ran through");
     }
+}
+
+/// `tests/c/proclist.c`, gcc -static, reads `/proc/sysvipc/*` and the
+/// IPC sysctls after the dynamic `ipcmk` (served by the library) made a
+/// queue, a set and a segment: under `ipcns run --serve-proc` it sees the
+/// namespace's objects, as on the kernel it sees the kernel's.
+#[test]
+fn a_static_lister_reads_proc_sysvipc_under_serve_proc() {
+    const TEST: &str = "static_programs::a_static_lister_reads_proc_sysvipc_under_serve_proc";
+    if !on_path("ipcmk") {
+        skip(TEST, "util-linux ipcmk is not installed");
+        return;
+    }
+    let Some(s) = Sides::new(TEST) else {
+        return;
+    };
+    let prog = s.build_source(
+        &GCC_STATIC,
+        "proclist",
+        "proclist.c",
+        include_str!("../c/proclist.c"),
+    );
+    let script = format!(
+        "ipcmk -Q >/dev/null && ipcmk -S 2 >/dev/null && ipcmk -M 4096 >/dev/null && {}",
+        prog.display()
+    );
+    let k = s.kernel(&["sh", "-c", &script]);
+    let o = s.ipcns_with(&["--serve-proc"], &["sh", "-c", &script]);
+    compare(TEST, &k, &o, "end: ran through");
+    assert!(
+        text(&k.stdout).contains("shm: id 0 perms 644\n"),
+        "{}",
+        text(&k.stdout)
+    );
 }
 
 #[test]

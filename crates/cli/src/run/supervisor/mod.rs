@@ -38,6 +38,7 @@
 
 pub mod handoff;
 mod notify;
+mod procfiles;
 mod serve;
 pub mod trace;
 
@@ -287,6 +288,13 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         notify::proceed(fd, call.id);
         return;
     }
+    if matches!(
+        call.nr,
+        procfiles::OPEN | procfiles::OPENAT | procfiles::OPENAT2
+    ) {
+        serve_open(sh, &call);
+        return;
+    }
     if call.nr == EXIT_GROUP {
         forget(sh, &call);
         // Before the kernel's exit: the process's undo entries applied
@@ -415,6 +423,34 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         // entries applied, its attachments dropped), now rather than at
         // the next reader's look.
         let _ = acting::for_process(p, None, || sh.ns.exit_acting());
+    }
+}
+
+/// An open under `--serve-proc` (`procfiles.rs`): one of the emulated
+/// files answered, anything else let through.
+fn serve_open(sh: &Shared, call: &notify::Call) {
+    let fd = sh.listener.as_raw_fd();
+    let mem = notify::Memory {
+        listener: fd,
+        id: call.id,
+        tid: call.tid,
+    };
+    let open = match who(sh, call) {
+        Ok((cred, _)) => procfiles::classify(&sh.ns, &cred, &mem, call.nr, &call.args),
+        Err(_) => procfiles::Open::Theirs,
+    };
+    match open {
+        procfiles::Open::Theirs => {
+            notify::proceed(fd, call.id);
+        }
+        procfiles::Open::Ours(text, cloexec) => match text.and_then(|t| procfiles::memfd(&t)) {
+            Ok(f) => {
+                procfiles::send_fd(fd, call.id, &f, cloexec);
+            }
+            Err(e) => {
+                notify::reply(fd, call.id, Err(e));
+            }
+        },
     }
 }
 
