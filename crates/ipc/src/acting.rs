@@ -21,7 +21,7 @@
 //! when its pidfd says it ended): no death page is armed for it.
 //!
 //! A process that never acts for another pays one relaxed load of
-//! [`EVER`] where it asks.
+//! `EVER` where it asks.
 
 use crate::errno::Errno;
 use core::cell::RefCell;
