@@ -49,6 +49,9 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// hardware clock (a semop of a musl program spent a third of its time
 /// there): `CLOCK_REALTIME_COARSE` then, as elsewhere.
 #[inline]
+// (`time_t` is 64 bits on the targets built today: the conversion is for
+// others.)
+#[allow(clippy::useless_conversion)]
 pub fn real_seconds() -> i64 {
     #[cfg(all(target_arch = "x86_64", not(target_env = "musl")))]
     {
