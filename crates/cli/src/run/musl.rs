@@ -219,8 +219,9 @@ fn make(dir: &Path, name: &str, g: &Path, m: &Path) -> Result<PathBuf, String> {
         }
         mkdir(&tmp.join(TOKEN))?;
         symlink(m, entry(&tmp))?;
-        // Something else under that name (ours: the directory is): gone.
-        if std::fs::symlink_metadata(&p).is_ok() {
+        // Something else under that name (ours: the directory is), unless
+        // another run has just made the pair there: gone.
+        if std::fs::symlink_metadata(&p).is_ok() && !is_pair(&p, g, m) {
             let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
         }
         std::fs::rename(&tmp, &p)
