@@ -61,6 +61,7 @@ pub fn man() -> String {
          IPCNS          the namespace when no \\-\\-ns is given (default: default)\n\
          IPCNS_DIR      the namespaces' directory (default: /dev/shm/ipcns\\-UID)\n\
          IPCNS_PRELOAD  the library ipcns run preloads\n\
+         IPCNS_PRELOAD_MUSL  its musl build, for programs whose interpreter is musl's\n\
          IPCNS_SHARED   1: attach to namespaces other users created shared\n\
          .fi\n\
          .SH \"SEE ALSO\"\n\

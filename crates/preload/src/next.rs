@@ -433,11 +433,21 @@ pub fn call_signal(next: &Next, sig: c_int, handler: usize) -> usize {
     unsafe { f(sig, handler) }
 }
 
-/// Blocks every signal but the C library's two internal ones (32, 33:
-/// thread cancellation and set*id broadcasts, whose handlers never touch
-/// signal actions) on the calling thread; the mask it replaced.
+/// The C library's internal signals (signal N as bit N-1), which a
+/// program may neither handle nor block: glibc's 32 and 33 (thread
+/// cancellation, set*id broadcasts: `__is_internal_signal`); musl's 32 to
+/// 34 (SIGEV_THREAD timers, cancellation, `__synccall` for the set*id
+/// family: `sigaddset` refuses them).
+#[cfg(not(target_env = "musl"))]
+pub const INTERNAL_SIGNALS: u64 = (1 << 31) | (1 << 32);
+#[cfg(target_env = "musl")]
+pub const INTERNAL_SIGNALS: u64 = (1 << 31) | (1 << 32) | (1 << 33);
+
+/// Blocks every signal but the C library's internal ones
+/// ([`INTERNAL_SIGNALS`], whose handlers never touch signal actions) on
+/// the calling thread; the mask it replaced.
 pub fn block_signals() -> u64 {
-    let all: u64 = !((1 << 31) | (1 << 32));
+    let all: u64 = !INTERNAL_SIGNALS;
     let mut old: u64 = 0;
     let _ = signal::sigprocmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
     old

@@ -227,6 +227,8 @@ impl Fd {
 
     /// `fstatfs(fd)`: the file system's type (`f_type`) and block size
     /// (`f_bsize`, the huge page size on hugetlbfs).
+    // (The casts: `long` in glibc's structure, `unsigned long` in musl's.)
+    #[allow(clippy::unnecessary_cast)]
     pub fn statfs(&self) -> Result<(u64, u64), Errno> {
         let buf = self.statfs_raw()?;
         Ok((buf.f_type as u64, buf.f_bsize as u64))
@@ -234,6 +236,7 @@ impl Fd {
 
     /// Bytes an unprivileged writer may still allocate on the file's file
     /// system (`fstatfs`: `f_bavail * f_bsize`).
+    #[allow(clippy::unnecessary_cast)]
     pub fn free_bytes(&self) -> Result<u64, Errno> {
         let buf = self.statfs_raw()?;
         Ok(buf.f_bavail.saturating_mul(buf.f_bsize as u64))

@@ -40,7 +40,7 @@ impl Word for AtomicU64 {
 /// the word held another value, ETIMEDOUT, EINTR.
 pub fn wait(word: &impl Word, expected: u32, timeout_ns: u64) -> Result<(), Errno> {
     let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as _,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: a live atomic we borrow, and a relative timespec of ours.
@@ -97,7 +97,7 @@ pub fn wait_any(words: &[(&AtomicU32, u32)], timeout_ns: u64) -> Result<usize, E
     }
     let end = crate::time::monotonic_ns().saturating_add(timeout_ns);
     let ts = libc::timespec {
-        tv_sec: (end / 1_000_000_000).min(i64::MAX as u64) as libc::time_t,
+        tv_sec: (end / 1_000_000_000).min(i64::MAX as u64) as _,
         tv_nsec: (end % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: live atomics we borrow (their addresses in `v`), an array
@@ -132,7 +132,7 @@ pub fn wake(word: &impl Word, n: i32) -> usize {
 /// for a word in this process's own memory.
 pub fn wait_private(word: &AtomicU32, expected: u32, timeout_ns: u64) -> Result<(), Errno> {
     let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as _,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: a live atomic we borrow, and a relative timespec of ours.

@@ -45,8 +45,19 @@ struct Head {
 }
 
 /// The calling thread's registered list head and its futex offset, if it
-/// has one of the kernel's size (`get_robust_list(0, ...)`).
+/// has one of the kernel's size (`get_robust_list(0, ...)`) and of
+/// glibc's shape.
+///
+/// Never with musl: it registers a thread's list only when the thread
+/// first locks a robust mutex, and its head has no `prev` word below it
+/// (the thread's `tsd` pointer is there, which [`link`] would overwrite);
+/// its futex offset, -28, is not one an entry here can take either. Its
+/// threads have no death word (`ipcns`'s `process/death.rs`: a death is
+/// found as before).
 pub fn head() -> Option<(usize, isize)> {
+    if cfg!(target_env = "musl") {
+        return None;
+    }
     let mut head: usize = 0;
     let mut len: usize = 0;
     // SAFETY: the kernel writes one pointer and one length into our two

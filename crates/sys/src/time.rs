@@ -45,15 +45,20 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// just that second (`CLOCK_REALTIME_COARSE`'s `tv_sec`) and nothing else:
 /// 2.8 ns here against 5.1 for `clock_gettime`, before the conversion to
 /// and from nanoseconds (every semop stamps a time: a clock read was an
-/// eighth of a no-op semop).
+/// eighth of a no-op semop). musl's `time` reads `CLOCK_REALTIME`, the
+/// hardware clock (a semop of a musl program spent a third of its time
+/// there): `CLOCK_REALTIME_COARSE` then, as elsewhere.
 #[inline]
+// (`time_t` is 64 bits on the targets built today: the conversion is for
+// others.)
+#[allow(clippy::useless_conversion)]
 pub fn real_seconds() -> i64 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(target_env = "musl")))]
     {
         // SAFETY: time(NULL) writes nothing.
         unsafe { libc::time(core::ptr::null_mut()) }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", not(target_env = "musl"))))]
     {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -76,7 +81,7 @@ pub fn monotonic_ns() -> u64 {
 /// `nanosleep` for `ns` nanoseconds (an interrupted sleep ends early).
 pub fn sleep_ns(ns: u64) {
     let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_sec: (ns / 1_000_000_000) as _,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: reads one timespec of ours; no remainder asked for.

@@ -21,6 +21,7 @@
 //! process of their namespace, and are waited for a moment.
 
 mod carried;
+mod musl;
 mod plan;
 mod reaper;
 mod seccomp;
@@ -66,7 +67,9 @@ calls work on an ipcns namespace instead of the kernel's.
                  whether it made it), and at the end whether it removed or kept it
 The library is $IPCNS_PRELOAD, else libipcns.so beside the ipcns executable
 (cargo build --release -p ipcns-preload), else ../lib/ipcns/libipcns.so
-beside it, else the copy the executable carries, written to ~/.cache/ipcns. PROGRAM gets LD_PRELOAD, IPCNS,
+beside it, else the copy the executable carries, written to ~/.cache/ipcns; its
+musl build, for programs whose interpreter is musl's, likewise ($IPCNS_PRELOAD_MUSL),
+both named by one LD_PRELOAD entry (DIR/$PLATFORM/libipcns.so). PROGRAM gets LD_PRELOAD, IPCNS,
 IPCNS_DIR, IPCNS_FD (the arena file, open read-write and inherited, so a
 descendant that changes uid or clears its environment stays in the namespace),
 IPCNS_POOL_FD (the segment pool, likewise, so that it still reaches the
@@ -260,7 +263,7 @@ fn exit_code(status: i32) -> u8 {
 
 /// Runs the program (see the module's doc).
 fn supervise(opts: &Options) -> anyhow::Result<ExitCode> {
-    let lib = plan::find_library()?;
+    let lib = musl::choose(plan::find_library()?, opts.program.as_deref())?;
     let t = plan::target(opts)?;
     // The supervisor serves the calls that reach the kernel; without it
     // (--no-supervisor, or a kernel without user notification), --strict

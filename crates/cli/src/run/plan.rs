@@ -18,7 +18,7 @@ pub const LIBRARY: &str = "libipcns.so";
 pub struct Library {
     pub path: PathBuf,
     /// Where it was found (`$IPCNS_PRELOAD`, beside the executable, ...).
-    pub from: &'static str,
+    pub from: String,
 }
 
 /// Finds `libipcns.so`: `$IPCNS_PRELOAD` if set (a path, made absolute),
@@ -38,7 +38,7 @@ pub fn find_library() -> anyhow::Result<Library> {
             }
             Library {
                 path: p,
-                from: "$IPCNS_PRELOAD",
+                from: "$IPCNS_PRELOAD".into(),
             }
         }
         None => {
@@ -50,18 +50,18 @@ pub fn find_library() -> anyhow::Result<Library> {
             if p.is_file() {
                 Library {
                     path: p,
-                    from: "beside the ipcns executable",
+                    from: "beside the ipcns executable".into(),
                 }
             } else if packaged.is_file() {
                 Library {
                     path: std::fs::canonicalize(&packaged).unwrap_or(packaged),
-                    from: "in ../lib/ipcns beside the ipcns executable",
+                    from: "in ../lib/ipcns beside the ipcns executable".into(),
                 }
             } else {
                 match super::carried::path() {
                     Ok(path) => Library {
                         path,
-                        from: "carried by the ipcns executable",
+                        from: "carried by the ipcns executable".into(),
                     },
                     Err(why) => bail!(
                         "{LIBRARY} not found: $IPCNS_PRELOAD is not set, {} does not exist, \
@@ -91,14 +91,19 @@ pub fn find_library() -> anyhow::Result<Library> {
 
 /// `LD_PRELOAD` for the program: `lib` first, then what `previous` held
 /// (ld.so's separators, colons and spaces, become colons; an entry equal to
-/// `lib` is dropped, so a nested `ipcns run` does not list it twice).
+/// `lib`, or loading a file `lib` loads, is dropped, so a nested `ipcns
+/// run` does not list it twice: `musl::files_of`).
 pub fn ld_preload(lib: &Path, previous: Option<&OsStr>) -> OsString {
     let mut out = lib.as_os_str().as_bytes().to_vec();
+    let ours = super::musl::files_of(lib);
+    let loads_ours = |e: &[u8]| {
+        std::fs::metadata(OsStr::from_bytes(e)).is_ok_and(|m| ours.contains(&(m.dev(), m.ino())))
+    };
     for entry in previous
         .map(OsStr::as_bytes)
         .unwrap_or_default()
         .split(|b| matches!(b, b':' | b' ' | b'\t' | b'\n'))
-        .filter(|e| !e.is_empty() && *e != lib.as_os_str().as_bytes())
+        .filter(|e| !e.is_empty() && *e != lib.as_os_str().as_bytes() && !loads_ours(e))
     {
         out.push(b':');
         out.extend_from_slice(entry);
@@ -184,7 +189,7 @@ pub fn missing_search(mode: u32, dir_mode: u32) -> Option<u32> {
 pub fn text(opts: &Options) -> anyhow::Result<(String, bool)> {
     let mut t = String::new();
     let mut ok = true;
-    let lib = match find_library() {
+    let lib = match find_library().and_then(|l| super::musl::choose(l, None)) {
         Ok(l) => {
             let _ = writeln!(t, "library:   {} ({})", l.path.display(), l.from);
             Some(l.path)

@@ -10,6 +10,7 @@ mod ipcmk;
 mod ipcrm;
 mod ipcs;
 mod kernel;
+mod musl;
 mod nscmds;
 mod run;
 mod static_programs;

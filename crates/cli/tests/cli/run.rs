@@ -666,6 +666,21 @@ fn without_a_program_it_prints_the_plan_and_creates_nothing() {
     assert!(out.contains("strict:    no: "), "{out}");
 }
 
+/// The glibc build an `LD_PRELOAD` value (a line) names: itself, or, when
+/// the executable carries a musl build too, the one of the pair whose
+/// `$PLATFORM` entry it is (src/run/musl.rs); its canonical path.
+fn glibc_build(ld_preload: &str) -> PathBuf {
+    let p = Path::new(ld_preload.trim_end());
+    let p = match p.parent().and_then(Path::parent) {
+        Some(pair) if p.ends_with("$PLATFORM/libipcns.so") => {
+            pair.join(std::env::consts::ARCH).join("libipcns.so")
+        }
+        _ => p.to_path_buf(),
+    };
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 #[test]
 fn the_library_is_found_beside_the_executable_or_named_in_the_error() {
     let r = Run::new("find");
@@ -698,17 +713,20 @@ fn the_library_is_found_beside_the_executable_or_named_in_the_error() {
     let lib_dir = r.path().join("lib/ipcns");
     std::fs::create_dir_all(&lib_dir).unwrap();
     std::fs::copy(&r.lib, lib_dir.join("libipcns.so")).unwrap();
-    let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
+    let o = cmd(&["sh", "-c", "echo \"$LD_PRELOAD\""]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     assert_eq!(
-        text(&o.stdout),
-        format!("{}/libipcns.so\n", lib_dir.display())
+        glibc_build(&text(&o.stdout)),
+        lib_dir.join("libipcns.so").canonicalize().unwrap()
     );
     // Beside the executable: first.
     std::fs::copy(&r.lib, bin.join("libipcns.so")).unwrap();
-    let o = cmd(&["sh", "-c", "echo $LD_PRELOAD"]);
+    let o = cmd(&["sh", "-c", "echo \"$LD_PRELOAD\""]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
-    assert_eq!(text(&o.stdout), format!("{}/libipcns.so\n", bin.display()));
+    assert_eq!(
+        glibc_build(&text(&o.stdout)),
+        bin.join("libipcns.so").canonicalize().unwrap()
+    );
     // A wrong $IPCNS_PRELOAD is an error, not a fallback.
     let mut c = Command::new(&exe);
     c.args(["run", "true"])
@@ -907,9 +925,16 @@ fn an_executable_installed_alone_carries_its_library() {
     let o = run(&["--strict", "--private", "--", probe.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "queue 0\n");
+    // The library (beside it, the musl build and their pair, if it
+    // carries a musl build: tests/cli/musl.rs).
     let files: Vec<_> = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libipcns-") && !n.starts_with("libipcns-musl-"))
+        })
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let lib = &files[0];

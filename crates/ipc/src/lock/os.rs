@@ -118,14 +118,15 @@ fn me_slow(tp: usize, generation: u64) -> u64 {
 /// Thread identities by thread pointer: a table of entries each owned by
 /// one live thread, cleared by that thread's exit (a thread-local
 /// destructor). An entry is believed only if the thread's own `tid` word
-/// (glibc's, at a fixed offset from the thread pointer, kept by the kernel
-/// through CLONE_CHILD_SETTID/CLEARTID and set again in a fork child)
+/// (the C library's, at a fixed offset from the thread pointer: glibc's
+/// kept by the kernel through CLONE_CHILD_SETTID/CLEARTID, musl's through
+/// CLONE_PARENT_SETTID, both set again in a fork child)
 /// still holds the tid the entry names: so a thread given the control
 /// block of one that exited without running its destructors (a raw
 /// `exit`, or a first call from a pthread-key destructor, after the
 /// thread-locals' destructors ran) never takes that thread's identity.
-/// The offset is learnt from `PR_GET_TID_ADDRESS`; without it the table is
-/// not used. Entries of the fork generation before the current one are
+/// The offset is learnt from `PR_GET_TID_ADDRESS` (musl's is known:
+/// `learn_tid_offset`); without it the table is not used. Entries of the fork generation before the current one are
 /// stale and may be taken. A thread whose entry is taken by another live
 /// thread uses the thread-local alone.
 pub(super) mod ids {
@@ -146,9 +147,18 @@ pub(super) mod ids {
     /// the table off for good.
     pub(super) fn learn_tid_offset() {
         let tp = sys::process::thread_pointer();
-        let off = match sys::process::tid_address() {
-            Ok(a) if a != 0 => (a as isize).wrapping_sub(tp as isize),
-            _ => UNUSABLE,
+        let off = if cfg!(all(target_env = "musl", target_arch = "x86_64")) {
+            // musl points the kernel's clear-at-exit address at a lock of
+            // its own, not at the thread: its descriptor's `tid` (after
+            // self, dtv, prev, next, sysinfo and canary) is written by the
+            // kernel at the clone (CLONE_PARENT_SETTID) and by its fork in
+            // the child. Checked below like glibc's.
+            48
+        } else {
+            match sys::process::tid_address() {
+                Ok(a) if a != 0 => (a as isize).wrapping_sub(tp as isize),
+                _ => UNUSABLE,
+            }
         };
         // glibc keeps it inside the thread's descriptor, next to the
         // thread pointer (after it on x86-64, before it on aarch64).
@@ -174,9 +184,9 @@ pub(super) mod ids {
     #[inline(always)]
     fn tid_word(tp: usize, off: isize) -> u32 {
         // SAFETY: `off` was found by `learn_tid_offset` as the distance from
-        // a thread pointer to the address the kernel clears at that thread's
-        // exit, inside glibc's descriptor of the thread, and checked to hold
-        // its tid; the calling thread's own descriptor is mapped for as
+        // a thread pointer to the C library's `tid` word in its descriptor
+        // of the thread (glibc's: the address the kernel clears at that
+        // thread's exit), and checked to hold its tid; the calling thread's own descriptor is mapped for as
         // long as it runs (its thread pointer names it). A volatile read:
         // the kernel writes the word.
         unsafe { core::ptr::read_volatile(tp.wrapping_add_signed(off) as *const u32) }

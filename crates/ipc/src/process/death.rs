@@ -42,8 +42,9 @@
 //!   that linked it). A process that ends its record on another thread
 //!   leaves the record (empty) to the reapers.
 //! - Without a robust list of glibc's shape (none registered, another
-//!   offset) nothing is armed: the record's death is found as before (a
-//!   reaper, a sleeper's tick, shmctl, the parent's wait).
+//!   offset, any musl thread: `sys::robust::head`) nothing is armed: the
+//!   record's death is found as before (a reaper, a sleeper's tick,
+//!   shmctl, the parent's wait).
 //! - A participant that writes a death word can hide a death (then it is
 //!   found as before) or feign one (an observer then reads /proc and finds
 //!   the process alive); the process itself relinks its entry only once the

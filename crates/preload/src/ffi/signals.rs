@@ -471,11 +471,14 @@ fn signal_via(next: &Next, sig: c_int, handler: usize) -> usize {
             next::set_errno(libc::EINVAL);
             return libc::SIG_ERR;
         }
-        // glibc's choices: sysv_signal "SA_ONESHOT | SA_NOMASK" and an
-        // empty mask; signal, bsd_signal and ssignal SA_RESTART and the
-        // signal itself in the mask.
-        let sysv =
-            core::ptr::eq(next, &next::SYSV_SIGNAL) || core::ptr::eq(next, &next::SYSV_SIGNAL_2);
+        // The C library's choices. glibc: sysv_signal "SA_ONESHOT |
+        // SA_NOMASK" and an empty mask; signal, bsd_signal and ssignal
+        // SA_RESTART and the signal itself in the mask. musl
+        // (src/signal/signal.c): SA_RESTART and an empty mask, its
+        // bsd_signal and __sysv_signal being aliases of signal.
+        let sysv = !cfg!(target_env = "musl")
+            && (core::ptr::eq(next, &next::SYSV_SIGNAL)
+                || core::ptr::eq(next, &next::SYSV_SIGNAL_2));
         // SAFETY: a zeroed `struct sigaction` is valid.
         let mut act: libc::sigaction = unsafe { core::mem::zeroed() };
         act.sa_sigaction = handler;
@@ -483,7 +486,9 @@ fn signal_via(next: &Next, sig: c_int, handler: usize) -> usize {
             act.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER;
         } else {
             act.sa_flags = libc::SA_RESTART;
-            set_first_word(&mut act.sa_mask, 1 << (sig - 1));
+            if !cfg!(target_env = "musl") {
+                set_first_word(&mut act.sa_mask, 1 << (sig - 1));
+            }
         }
         // SAFETY: as above.
         let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
@@ -545,8 +550,12 @@ pub extern "C" fn __sysv_signal(sig: c_int, handler: usize) -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn sigset(sig: c_int, disp: usize) -> usize {
     // "if (disp == SIG_ERR || sig < 1 || __is_internal_signal (sig) || sig
-    // >= NSIG) { __set_errno (EINVAL); return SIG_ERR; }"
-    if disp == libc::SIG_ERR || !(1..=64).contains(&sig) || sig == 32 || sig == 33 {
+    // >= NSIG) { __set_errno (EINVAL); return SIG_ERR; }" (musl's
+    // `sigaddset` refuses the same, its internal signals being 32 to 34).
+    if disp == libc::SIG_ERR
+        || !(1..=64).contains(&sig)
+        || next::INTERNAL_SIGNALS & (1 << (sig - 1)) != 0
+    {
         next::set_errno(libc::EINVAL);
         return libc::SIG_ERR;
     }

@@ -191,7 +191,7 @@ pub fn unlinkat(dir: Option<&Fd>, name: &CStr, flags: i32) -> Result<(), Errno> 
 /// timeout).
 pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> bool {
     let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_sec: (timeout_ns / 1_000_000_000) as _,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: `fds` is ours, the kernel writes their `revents`; it reads
