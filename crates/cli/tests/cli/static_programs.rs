@@ -173,6 +173,20 @@ impl Sides {
         self.ipcns_with(&[], args)
     }
 
+    /// [`Sides::ipcns`] with the libraries `ipcns` carries (glibc's and
+    /// musl's builds, for a musl program's loader), not `$IPCNS_PRELOAD`.
+    fn ipcns_carried<S: AsRef<OsStr>>(&self, args: &[S]) -> Output {
+        let mut c = self
+            .dir
+            .command(&["run", "--strict", "--private", "--shared", "--"]);
+        c.args(args)
+            .env_remove("IPCNS_PRELOAD")
+            .env_remove("IPCNS_PRELOAD_MUSL")
+            .env_remove("IPCNS_FD")
+            .env_remove("IPCNS_SHARED");
+        self.finish(c)
+    }
+
     /// [`Sides::ipcns`] with `more` options of `ipcns run`.
     fn ipcns_with<S: AsRef<OsStr>>(&self, more: &[&str], args: &[S]) -> Output {
         let mut c = self
@@ -333,7 +347,11 @@ fn whole(test: &str, build: &Build) {
             "{test}: on the kernel, no line {fact:?}:\n{kt}"
         );
     }
-    let o = s.ipcns(&[&prog]);
+    let o = if build.compiler == "musl-gcc" && !build.flags.contains(&"-static") {
+        s.ipcns_carried(&[&prog])
+    } else {
+        s.ipcns(&[&prog])
+    };
     compare(
         &format!("{test} ({})", build.name),
         &k,
