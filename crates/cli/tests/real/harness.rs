@@ -380,7 +380,6 @@ impl Mode {
     /// [`Mode::command`] with the supervisor serving what reaches the
     /// kernel (programs the library cannot reach: static, Go, PHP's
     /// RTLD_DEEPBIND extensions).
-    #[allow(dead_code)] // the scenarios of programs the library cannot reach
     pub fn command_served<S: AsRef<OsStr>>(&self, program: S) -> Command {
         self.command_as(program, true)
     }
