@@ -492,6 +492,46 @@ fn a_static_lister_reads_proc_sysvipc_under_serve_proc() {
     );
 }
 
+/// A review's reproducers (tests/c/), gcc -static -pthread, each with the
+/// kernel's output and exit status: a child SIGKILLed during a served
+/// shmat is reaped by its parent (`shmkillwait.c`); a thread asleep in
+/// semop when another execs takes no token (`exectoken.c`) and leaves the
+/// process's semadj as it was (`execundo.c`); signals queued during a
+/// served shmat arrive with their value and sender (`shmsig.c`).
+#[test]
+fn the_reviews_reproducers_give_the_kernels_answers() {
+    const TEST: &str = "static_programs::the_reviews_reproducers_give_the_kernels_answers";
+    let Some(s) = Sides::new(TEST) else {
+        return;
+    };
+    const THREADS: Build = Build {
+        name: "gcc -static -pthread",
+        compiler: "gcc",
+        flags: &["-static", "-pthread"],
+    };
+    for (name, source) in [
+        ("shmkillwait", include_str!("../c/shmkillwait.c")),
+        ("exectoken", include_str!("../c/exectoken.c")),
+        ("execundo", include_str!("../c/execundo.c")),
+        ("shmsig", include_str!("../c/shmsig.c")),
+    ] {
+        let prog = s.build_source(&THREADS, name, &format!("{name}.c"), source);
+        let k = s.kernel(&[&prog]);
+        let o = s.ipcns(&[&prog]);
+        assert!(
+            k.status.success(),
+            "{name} on the kernel: {}",
+            text(&k.stdout)
+        );
+        assert_eq!(
+            (text(&k.stdout), k.status.code()),
+            (text(&o.stdout), o.status.code()),
+            "{name}: the kernel (left) and ipcns run (right); ipcns run's stderr: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
 #[test]
 fn the_diff_shows_changed_and_missing_lines_with_context() {
     let k = "a\nb\nc\nd\ne\nf\ng\nh\ni\n";

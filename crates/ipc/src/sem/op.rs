@@ -245,16 +245,27 @@ fn commit(
 /// The pid a sleeper's operation records (after its operations, see
 /// `enqueue`); the sleeping thread's process if that word cannot be read.
 fn caller_pid(a: &Session, w: &Waiter) -> i32 {
+    caller(a, w).0
+}
+
+/// The pid and thread (0: the sleeping thread itself) of a sleeper's
+/// caller (see `enqueue`).
+fn caller(a: &Session, w: &Waiter) -> (i32, i32) {
     let n = w.sem().nops().load(Relaxed);
     let off = w.sem().ops().load(Relaxed);
     let at = off.saturating_add(u64::from(n) * 8);
     if n == 0 || !a.in_heap(off, wait::ops_bytes(n)) {
-        return w.pid.load(Relaxed);
+        return (w.pid.load(Relaxed), 0);
     }
     a.view_slice::<AtomicU64>(at, 1)
         .ok()
-        .and_then(|v| v.first().map(|p| p.load(Relaxed) as u32 as i32))
-        .unwrap_or_else(|| w.pid.load(Relaxed))
+        .and_then(|v| {
+            v.first().map(|p| {
+                let p = p.load(Relaxed);
+                (p as u32 as i32, (p >> 32) as u32 as i32)
+            })
+        })
+        .unwrap_or_else(|| (w.pid.load(Relaxed), 0))
 }
 
 /// Whether a supervisor's thread sleeps for a caller that is gone
@@ -263,10 +274,15 @@ fn caller_pid(a: &Session, w: &Waiter) -> i32 {
 /// sleeper leaves the queue as its task dies. Costs a /proc read, only
 /// for records whose caller is not the sleeping thread's process.
 fn caller_gone(a: &Session, w: &Waiter) -> bool {
-    let caller = caller_pid(a, w);
-    caller != w.pid.load(Relaxed)
-        && crate::creds::start_time(caller as u32)
-            .is_none_or(|start| crate::lock::process_ending(caller, start))
+    let (caller, tid) = caller(a, w);
+    if caller == w.pid.load(Relaxed) {
+        return false;
+    }
+    if tid > 0 && !crate::lock::thread_answers(caller, tid as u32) {
+        return true;
+    }
+    crate::creds::start_time(caller as u32)
+        .is_none_or(|start| crate::lock::process_ending(caller, start))
 }
 
 /// The operations saved in a sleeper's record.
@@ -883,7 +899,11 @@ fn enqueue(
     // which is another when a supervisor sleeps for the caller
     // (`acting.rs`), and wakers ask whether it lives.
     let words: &[AtomicU64] = a.view_slice(ops, sops.len() + 1)?;
-    words[sops.len()].store(cred.pid as u32 as u64, Relaxed);
+    // Above the pid, the calling thread when a supervisor sleeps for it:
+    // a thread gone (killed, or ended by another thread's exec) is no
+    // caller any more, though its process lives (`caller_gone`).
+    let tid = crate::acting::current().map_or(0, |p| p.tid as u32);
+    words[sops.len()].store(cred.pid as u32 as u64 | u64::from(tid) << 32, Relaxed);
     for (w, o) in words.iter().zip(sops) {
         w.store(
             u64::from(o.sem_num)

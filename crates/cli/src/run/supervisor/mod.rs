@@ -415,13 +415,14 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
     // A caller gone no longer waits: the answer goes nowhere.
     if !notify::reply(fd, call.id, result)
         && let Some(p) = caller
-        && !notify::valid(fd, call.id)
+        && process_ended(p)
     {
         // Killed while its call was being made (the filter's wait ends
-        // only for a fatal signal once the call is received): what the
-        // call did is finished as the kernel's exit would (its undo
-        // entries applied, its attachments dropped), now rather than at
-        // the next reader's look.
+        // only for a fatal signal once the call is received; a thread
+        // ended by another's exec also fails the answer, but its process
+        // lives on: not this): what the call did is finished as the
+        // kernel's exit would (its undo entries applied, its attachments
+        // dropped), now rather than at the next reader's look.
         let _ = acting::for_process(p, None, || sh.ns.exit_acting());
     }
 }
@@ -633,6 +634,21 @@ fn first_call(sh: &Shared, p: Process) {
     {
         locked(&sh.attached).insert(p.pid, p);
     }
+}
+
+/// Whether process `p` has ended: gone from /proc, a zombie, or another
+/// process with its pid.
+fn process_ended(p: Process) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", p.pid)) else {
+        return true;
+    };
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return true;
+    };
+    let mut f = rest.split_ascii_whitespace();
+    let state = f.next().unwrap_or("X");
+    let start: u64 = f.nth(18).and_then(|v| v.parse().ok()).unwrap_or(0);
+    matches!(state, "Z" | "X" | "x") || start != p.start
 }
 
 /// Thread `tid`'s thread group (`Tgid:` of /proc/TID/status).

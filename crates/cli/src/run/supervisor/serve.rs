@@ -55,6 +55,8 @@ pub fn without_sleep(nr: i32, args: &[u64; 6]) -> Option<([u64; 6], Errno)> {
             a[3] |= nowait;
             Some((a, Errno::EAGAIN))
         }
+        // MSG_COPY without IPC_NOWAIT is EINVAL: made as it came.
+        MSGRCV if args[4] as i32 & abi::MSG_COPY != 0 => None,
         MSGRCV => {
             a[4] |= nowait;
             Some((a, Errno::ENOMSG))

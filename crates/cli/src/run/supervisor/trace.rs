@@ -45,7 +45,7 @@ enum State {
     /// Seized and stopped; its registers as it stopped; signals held.
     Stopped {
         saved: libc::user_regs_struct,
-        held: Vec<i32>,
+        held: Vec<(i32, Option<libc::siginfo_t>)>,
     },
     /// Seized, then lost (it died, or a step failed): the call is over.
     Lost,
@@ -116,6 +116,7 @@ impl Tracer {
         // SAFETY: see the module's doc.
         if unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut saved) } != 0 {
             *self.state.borrow_mut() = State::Lost;
+            self.reap_lost();
             return Err(Errno::ENOMEM);
         }
         *self.state.borrow_mut() = State::Stopped { saved, held };
@@ -125,7 +126,11 @@ impl Tracer {
     /// Waits for the thread's next stop: a system call stop if
     /// `syscall_stop`, else any ptrace stop. Signals it would have been
     /// given are held (and it is resumed past them). False if it is gone.
-    fn wait_stop(&self, held: &mut Vec<i32>, syscall_stop: bool) -> bool {
+    fn wait_stop(
+        &self,
+        held: &mut Vec<(i32, Option<libc::siginfo_t>)>,
+        syscall_stop: bool,
+    ) -> bool {
         loop {
             let Some(st) = status_of(self.tid) else {
                 return false;
@@ -143,8 +148,15 @@ impl Tracer {
                 return true;
             }
             if event == 0 && sig != (libc::SIGTRAP | 0x80) {
-                // A signal for it: held, given back at the end.
-                held.push(sig);
+                // A signal for it: held, given back at the end, with what
+                // came with it.
+                // SAFETY: all-zero is a valid siginfo_t; GETSIGINFO
+                // writes one into it.
+                let mut info: libc::siginfo_t = unsafe { core::mem::zeroed() };
+                // SAFETY: see the module's doc (a local siginfo_t).
+                let got =
+                    unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, self.tid, 0, &mut info) == 0 };
+                held.push((sig, got.then_some(info)));
             }
             // Resumed past it (to the stop wanted).
             let req = if syscall_stop {
@@ -205,6 +217,8 @@ impl Tracer {
             Some(v) => Ok(v),
             None => {
                 *state = State::Lost;
+                drop(state);
+                self.reap_lost();
                 Err(Errno::ENOMEM)
             }
         }
@@ -229,14 +243,39 @@ impl Tracer {
                 };
                 r.orig_rax = u64::MAX;
                 // SAFETY: see the module's doc.
-                unsafe {
-                    libc::ptrace(libc::PTRACE_SETREGS, self.tid, 0, &r);
-                    libc::ptrace(libc::PTRACE_DETACH, self.tid, 0, 0);
-                    for sig in held {
-                        libc::syscall(libc::SYS_tgkill, self.tgid, self.tid, sig);
-                    }
+                let let_go = unsafe {
+                    libc::ptrace(libc::PTRACE_SETREGS, self.tid, 0, &r) == 0
+                        && libc::ptrace(libc::PTRACE_DETACH, self.tid, 0, 0) == 0
+                };
+                if !let_go {
+                    // Killed while stopped: its end is ours to wait for,
+                    // or its parent's wait would never see it.
+                    self.reap_lost();
+                    return true;
+                }
+                for (sig, info) in held {
+                    resend(self.tgid, self.tid, sig, info.as_ref());
                 }
                 true
+            }
+        }
+    }
+
+    /// Waits for the end of a thread seized and lost (killed while
+    /// stopped, the ptrace requests fail with ESRCH): a dead tracee stays
+    /// its tracer's until the tracer waits for it, and only then does its
+    /// parent's wait see it.
+    fn reap_lost(&self) {
+        while let Some(st) = status_of(self.tid) {
+            if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+                return;
+            }
+            // A stop on its way out: let it go on to its end.
+            // SAFETY: see the module's doc (plain values).
+            let cont = unsafe { libc::ptrace(libc::PTRACE_CONT, self.tid, 0, 0) } == 0;
+            // SAFETY: as above.
+            if !cont && unsafe { libc::ptrace(libc::PTRACE_DETACH, self.tid, 0, 0) } == 0 {
+                return;
             }
         }
     }
@@ -270,6 +309,35 @@ impl Tracer {
         }
         Ok(r)
     }
+}
+
+/// Sends `sig` again to thread `tid` of `tgid` after the call: with its
+/// `siginfo` (sigqueue's value, sender) where the kernel lets another
+/// process queue it (`rt_tgsigqueueinfo`: a negative `si_code` other than
+/// SI_TKILL), else as `tgkill` sends it (the sender then reads as the
+/// supervisor).
+fn resend(tgid: i32, tid: i32, sig: i32, info: Option<&libc::siginfo_t>) {
+    const SI_TKILL: i32 = -6;
+    if let Some(i) = info
+        && i.si_code < 0
+        && i.si_code != SI_TKILL
+    {
+        // SAFETY: a siginfo_t of ours for the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                tgid,
+                tid,
+                sig,
+                i as *const libc::siginfo_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+    // SAFETY: plain integers.
+    unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) };
 }
 
 /// The next wait status of traced thread `tid`; None if it is no longer
