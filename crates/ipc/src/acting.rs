@@ -73,8 +73,9 @@ pub struct Process {
 /// Whether any thread of this process ever acted for another.
 static EVER: AtomicBool = AtomicBool::new(false);
 
-/// What a thread acts for: the process and its mapper.
-type Acting = Option<(Process, Option<Rc<dyn Mapper>>)>;
+/// What a thread acts for: the process, its mapper, and the record the
+/// call marked busy (`process::me_for`), if it did.
+type Acting = Option<(Process, Option<Rc<dyn Mapper>>, Option<u32>)>;
 
 std::thread_local! {
     static ACTING: RefCell<Acting> = const { RefCell::new(None) };
@@ -82,8 +83,14 @@ std::thread_local! {
 
 /// Runs `f` as a call of process `p`, mapping through `mapper` (shmat and
 /// shmdt without one fail with ENOSYS: nothing to map with). Nested calls
-/// restore what was before, also when `f` unwinds.
-pub fn for_process<R>(p: Process, mapper: Option<Rc<dyn Mapper>>, f: impl FnOnce() -> R) -> R {
+/// restore what was before, also when `f` unwinds. Also returns the record
+/// the call marked busy, if any, which the caller must unmark
+/// (`Namespace::act` does both).
+pub fn for_process<R>(
+    p: Process,
+    mapper: Option<Rc<dyn Mapper>>,
+    f: impl FnOnce() -> R,
+) -> (R, Option<u32>) {
     struct Restore(Acting);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -92,9 +99,34 @@ pub fn for_process<R>(p: Process, mapper: Option<Rc<dyn Mapper>>, f: impl FnOnce
         }
     }
     EVER.store(true, Relaxed);
-    let before = ACTING.with(|a| a.borrow_mut().replace((p, mapper)));
+    let before = ACTING.with(|a| a.borrow_mut().replace((p, mapper, None)));
     let _restore = Restore(before);
-    f()
+    let r = f();
+    let marked = ACTING
+        .try_with(|a| a.borrow().as_ref().and_then(|(_, _, m)| *m))
+        .ok()
+        .flatten();
+    (r, marked)
+}
+
+/// The record this thread's call marked busy, if any.
+pub(crate) fn marked() -> Option<u32> {
+    if !EVER.load(Relaxed) {
+        return None;
+    }
+    ACTING
+        .try_with(|a| a.borrow().as_ref().and_then(|(_, _, m)| *m))
+        .ok()
+        .flatten()
+}
+
+/// Notes that this thread's call marked record `idx` busy.
+pub(crate) fn set_marked(idx: u32) {
+    let _ = ACTING.try_with(|a| {
+        if let Some((_, _, m)) = a.borrow_mut().as_mut() {
+            *m = Some(idx);
+        }
+    });
 }
 
 /// The process this thread is acting for, if any.
@@ -104,7 +136,7 @@ pub(crate) fn current() -> Option<Process> {
         return None;
     }
     ACTING
-        .try_with(|a| a.borrow().as_ref().map(|(p, _)| *p))
+        .try_with(|a| a.borrow().as_ref().map(|(p, _, _)| *p))
         .ok()
         .flatten()
 }
@@ -117,7 +149,7 @@ pub(crate) fn with_mapper<R>(f: impl FnOnce(Option<Option<&dyn Mapper>>) -> R) -
         return f(None);
     }
     let m = ACTING
-        .try_with(|a| a.borrow().as_ref().map(|(_, m)| m.clone()))
+        .try_with(|a| a.borrow().as_ref().map(|(_, m, _)| m.clone()))
         .ok()
         .flatten();
     match m {

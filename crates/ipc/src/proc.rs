@@ -216,8 +216,10 @@ pub(crate) fn find_or_make(a: &Session, pid: i32, start: u64) -> Result<(u32, bo
         Some(i) => i as u32,
         None => grow(a)?,
     };
-    // No death page yet (a freed record's word may still be there).
+    // No death page yet (a freed record's word may still be there), and
+    // no supervisor's call.
     record(a, i)?.spare[1].store(0, Relaxed);
+    record(a, i)?.spare[0].store(0, Relaxed);
     take(a, i, pid, start, LIVE)?;
     Ok((i, false))
 }
@@ -280,6 +282,41 @@ pub(crate) fn death_word<'a>(
 pub(crate) fn death_marked(a: &Session, r: &Proc) -> bool {
     r.spare[1].load(Relaxed) == SERVED
         || death_word(a, r).is_some_and(|w| w.load(Relaxed) & crate::sys::robust::OWNER_DIED != 0)
+}
+
+/// `spare[0]` of a LIVE record (unused by LIVE records otherwise) while a
+/// supervisor's threads make calls for its process (`acting.rs`):
+/// [`BUSY_TAG`], how many calls (bits 32-47), the supervisor's pid (bits
+/// 0-31). A finisher leaves such a record alone (`process::exit::claim`)
+/// while the supervisor lives: a call made for a process that died
+/// meanwhile must not link its undo entry or attachment onto a record
+/// being finished, or freed and taken by another process.
+const BUSY_TAG: u64 = 0xb5b5 << 48;
+
+/// The supervisor and the number of its calls if record `r` is busy.
+/// Procs lock held.
+pub(crate) fn busy(r: &Proc) -> Option<(i32, u64)> {
+    let w = r.spare[0].load(Relaxed);
+    (w & (0xffff << 48) == BUSY_TAG && (w >> 32) & 0xffff != 0)
+        .then_some((w as u32 as i32, (w >> 32) & 0xffff))
+}
+
+/// One more call of this process (a supervisor) for record `r`. Procs
+/// lock held.
+pub(crate) fn busy_add(r: &Proc) {
+    let n = busy(r).map_or(0, |(_, n)| n);
+    let me = crate::sys::process::getpid() as u32 as u64;
+    r.spare[0].store(BUSY_TAG | ((n + 1).min(0xffff)) << 32 | me, Relaxed);
+}
+
+/// One call fewer for record `r`. Procs lock held.
+pub(crate) fn busy_sub(r: &Proc) {
+    match busy(r) {
+        Some((holder, n)) if n > 1 => {
+            r.spare[0].store(BUSY_TAG | (n - 1) << 32 | holder as u32 as u64, Relaxed)
+        }
+        _ => r.spare[0].store(0, Relaxed),
+    }
 }
 
 /// `spare[1]` of a LIVE record whose process a supervisor serves: no

@@ -395,6 +395,23 @@ impl Namespace {
         Cred::read_of(tid, pid, start, ns)
     }
 
+    /// Runs `f` as a call of process `p` (`ipcns::acting::for_process`),
+    /// mapping through `mapper`; the process's record, if the call made
+    /// or used it, is left to finishers again at the end.
+    #[doc(hidden)]
+    pub fn act<R>(
+        &self,
+        p: crate::acting::Process,
+        mapper: Option<std::rc::Rc<dyn crate::acting::Mapper>>,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        let (r, marked) = crate::acting::for_process(p, mapper, f);
+        if let Some(idx) = marked {
+            let _ = crate::process::unbusy(&self.session, idx, p);
+        }
+        r
+    }
+
     /// The process this thread acts for (`ipcns::acting`) is exiting
     /// (its `exit_group`): its undo entries applied and its attachments
     /// dropped now, as the kernel's exit does before its parent can see

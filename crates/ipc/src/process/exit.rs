@@ -39,8 +39,47 @@ fn claim(a: &Session, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Err
     if by != 0 && by != me && lock::identity_alive(by) {
         return Ok(false);
     }
+    // A supervisor making calls for the process (other than the caller's
+    // own call, if the caller is that supervisor's thread): left to it.
+    if let Some((holder, n)) = crate::proc::busy(r) {
+        let own = u64::from(crate::acting::marked() == Some(idx));
+        if n > own && crate::sys::process::kill(holder, 0) != Err(Errno::ESRCH) {
+            return Ok(false);
+        }
+    }
     r.spare[2].store(me, Relaxed);
     Ok(true)
+}
+
+/// How long a finisher of a dead process's record waits for the
+/// supervisor's calls made for it to end (`proc::busy`): a call asleep
+/// for a caller killed meanwhile ends as soon as the supervisor sees the
+/// death (its pidfd), within microseconds; the kernel's own sleeper
+/// leaves the queue as its task dies, before its parent can see it gone.
+const UNBUSY_NS: u64 = 20_000_000;
+
+/// Waits (up to [`UNBUSY_NS`]) until no supervisor's call is being made
+/// for record `idx`'s process (its process is dead: the calls end soon).
+/// Takes and releases the procs lock.
+fn wait_unbusy(a: &Session, idx: u32) -> Result<(), Errno> {
+    let until = crate::sys::time::monotonic_ns().saturating_add(UNBUSY_NS);
+    loop {
+        let busy = {
+            let _g = lock(a)?;
+            crate::proc::busy(record(a, idx)?)
+        };
+        let own = u64::from(crate::acting::marked() == Some(idx));
+        match busy {
+            Some((holder, n))
+                if n > own
+                    && crate::sys::process::kill(holder, 0) != Err(Errno::ESRCH)
+                    && crate::sys::time::monotonic_ns() < until =>
+            {
+                std::thread::sleep(core::time::Duration::from_micros(50));
+            }
+            _ => return Ok(()),
+        }
+    }
 }
 
 /// Record `idx` if the caller still has it claimed. Procs lock held.
@@ -80,6 +119,9 @@ pub fn finish(
             && r.pid.load(Relaxed) == pid
             && start.is_none_or(|s| r.start.load(Relaxed) == s)
     };
+    if what == Finish::Gone {
+        wait_unbusy(a, idx)?;
+    }
     if !claim(a, idx, &ok)? {
         return Ok(false);
     }

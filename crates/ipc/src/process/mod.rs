@@ -102,17 +102,49 @@ pub fn me(a: &Session) -> Result<u32, Errno> {
 /// (the supervisor reaps the process when its pidfd says it ended) and no
 /// reap (the supervisor's own calls do that).
 fn me_for(a: &Session, p: crate::acting::Process) -> Result<u32, Errno> {
+    let marked = crate::acting::marked();
+    if marked.is_none() && lock::process_ending(p.pid, p.start) {
+        // Dead already (killed while its call waited): nothing is made
+        // for it, as nothing more is done by a process the kernel ended.
+        return Err(Errno::ESRCH);
+    }
     let (idx, exec) = {
         let _g = proc::lock(a)?;
         let found = proc::find_or_make(a, p.pid, p.start)?;
+        let r = proc::record(a, found.0)?;
+        if marked != Some(found.0) {
+            // Being finished by another (its process found dead): no.
+            let by = r.spare[2].load(Relaxed);
+            if by != 0 && by != lock::my_identity() && lock::identity_alive(by) {
+                return Err(Errno::ESRCH);
+            }
+            // This call's until it ends (`Namespace::act`): no finisher
+            // takes the record from under it.
+            proc::busy_add(r);
+            crate::acting::set_marked(found.0);
+        }
         // Its death is looked for in /proc by observers (no death word).
-        proc::mark_served(proc::record(a, found.0)?);
+        proc::mark_served(r);
         found
     };
     if exec {
         adopt_image(a, idx, p.pid, p.start)?;
     }
     Ok(idx)
+}
+
+/// The end of a call made for another process (`Namespace::act`): record
+/// `idx`, marked busy by the call, is one call less busy.
+pub fn unbusy(a: &Session, idx: u32, p: crate::acting::Process) -> Result<(), Errno> {
+    let _g = proc::lock(a)?;
+    let r = proc::record(a, idx)?;
+    if r.state.load(Relaxed) == LIVE
+        && r.pid.load(Relaxed) == p.pid
+        && r.start.load(Relaxed) == p.start
+    {
+        proc::busy_sub(r);
+    }
+    Ok(())
 }
 
 /// For the process this thread acts for (`acting.rs`), at its

@@ -384,7 +384,18 @@ fn retry(a: &Session, s: &SemSlot, sems: &[Sem], off: u64) -> SysResult<Retry> {
         w.state.load(Relaxed) != crate::park::ABANDONED
     } else {
         wait::sleeper_alive(w)
-    } && !caller_gone(a, w);
+    };
+    if alive && caller_gone(a, w) {
+        // A supervisor's thread sleeping for a caller that is gone: its
+        // wait ends (the thread lives, and unlinks and frees the record
+        // itself), the operation not made, as the kernel's sleeper
+        // leaves the queue as its task dies.
+        wait::complete(a, &s.queue, off, libc::EINTR)?;
+        return Ok(Retry::Left {
+            altered: false,
+            sops: Vec::new(),
+        });
+    }
     if !alive {
         wait::drop_dead(a, &s.queue, off)?;
         return Ok(Retry::Left {

@@ -303,7 +303,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         if let Some(tgid) = tgid_of(call.tid)
             && let Ok(p) = process(fd, call.id, tgid)
         {
-            let _ = acting::for_process(p, None, || sh.ns.exit_acting());
+            let _ = sh.ns.act(p, None, || sh.ns.exit_acting());
             locked(&sh.attached).remove(&tgid);
         }
         notify::proceed(fd, call.id);
@@ -324,7 +324,10 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             && (was.start, was.image) != (p.start, p.image)
         {
             let still = was.start == p.start
-                && acting::for_process(p, None, || sh.ns.observe_acting()).unwrap_or(false);
+                && sh
+                    .ns
+                    .act(p, None, || sh.ns.observe_acting())
+                    .unwrap_or(false);
             let mut a = locked(&sh.attached);
             if still {
                 a.insert(p.pid, p);
@@ -342,7 +345,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             // which then has its answer in its registers.
             let t = Rc::new(trace::Tracer::new(fd, call.id, call.tid, p.pid));
             let mapper: Rc<dyn acting::Mapper> = t.clone();
-            let r = acting::for_process(p, Some(mapper), || {
+            let r = sh.ns.act(p, Some(mapper), || {
                 serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
             });
             if call.nr == serve::SHMAT && r.is_ok() {
@@ -355,15 +358,17 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             return r.map_err(Failed);
         }
         if !serve::may_block(call.nr, &call.args) {
-            return acting::for_process(p, None, || {
-                serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
-            })
-            .map_err(Failed);
+            return sh
+                .ns
+                .act(p, None, || {
+                    serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
+                })
+                .map_err(Failed);
         }
         // First without sleeping (most calls need not): a call that
         // would sleep has done nothing, and is made again as it came.
         if let Some((quick, would_sleep)) = serve::without_sleep(call.nr, &call.args) {
-            let r = acting::for_process(p, None, || {
+            let r = sh.ns.act(p, None, || {
                 serve::call_as(&sh.ns, &cred, &mem, mark, call.nr, &quick, true)
             });
             if r != Err(would_sleep) {
@@ -381,7 +386,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
             pidfd: pidfd_open(p.pid).filter(|_| notify::valid(fd, call.id)),
         });
         locked(&sh.sleeping).push(Arc::clone(&s));
-        let r = acting::for_process(p, None, || {
+        let r = sh.ns.act(p, None, || {
             serve::call(&sh.ns, &cred, &mem, mark, call.nr, &call.args)
         });
         locked(&sh.sleeping).retain(|x| !Arc::ptr_eq(x, &s));
@@ -423,7 +428,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         // lives on: not this): what the call did is finished as the
         // kernel's exit would (its undo entries applied, its attachments
         // dropped), now rather than at the next reader's look.
-        let _ = acting::for_process(p, None, || sh.ns.exit_acting());
+        let _ = sh.ns.act(p, None, || sh.ns.exit_acting());
     }
 }
 
@@ -628,7 +633,7 @@ fn first_call(sh: &Shared, p: Process) {
         })
     };
     let mapped = |addr: u64| at(&mine, addr).is_some_and(|m| at(&theirs, addr) == Some(m));
-    if acting::for_process(p, None, || {
+    if sh.ns.act(p, None, || {
         sh.ns.inherit_acting((parent.pid, parent.start), &mapped)
     }) == Ok(true)
     {
@@ -758,9 +763,10 @@ fn watch(sh: &Arc<Shared>) {
                 Some(p) if p.start == was.start && p.image == was.image => continue,
                 // An exec: the old image's attachments go (`me` sees the
                 // new image number).
-                Some(p) if p.start == was.start => {
-                    acting::for_process(p, None, || sh.ns.observe_acting()).unwrap_or(false)
-                }
+                Some(p) if p.start == was.start => sh
+                    .ns
+                    .act(p, None, || sh.ns.observe_acting())
+                    .unwrap_or(false),
                 // Gone: its exit_group, or the reaper, finished it.
                 _ => false,
             };
