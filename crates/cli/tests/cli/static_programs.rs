@@ -497,7 +497,9 @@ fn a_static_lister_reads_proc_sysvipc_under_serve_proc() {
 /// shmat is reaped by its parent (`shmkillwait.c`); a thread asleep in
 /// semop when another execs takes no token (`exectoken.c`) and leaves the
 /// process's semadj as it was (`execundo.c`); signals queued during a
-/// served shmat arrive with their value and sender (`shmsig.c`).
+/// served shmat arrive with their value and sender (`shmsig.c`); a signal
+/// sent to a process ends the sleep of one of its threads, not all
+/// (`twothreads.c`).
 #[test]
 fn the_reviews_reproducers_give_the_kernels_answers() {
     const TEST: &str = "static_programs::the_reviews_reproducers_give_the_kernels_answers";
@@ -514,6 +516,7 @@ fn the_reviews_reproducers_give_the_kernels_answers() {
         ("exectoken", include_str!("../c/exectoken.c")),
         ("execundo", include_str!("../c/execundo.c")),
         ("shmsig", include_str!("../c/shmsig.c")),
+        ("twothreads", include_str!("../c/twothreads.c")),
     ] {
         let prog = s.build_source(&THREADS, name, &format!("{name}.c"), source);
         let k = s.kernel(&[&prog]);

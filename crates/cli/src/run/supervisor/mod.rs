@@ -69,8 +69,9 @@ const WATCH: Duration = Duration::from_millis(4);
 /// A call sleeping in a supervisor thread.
 struct Sleeping {
     id: u64,
-    /// The caller.
+    /// The caller, and its process.
     tid: i32,
+    pid: i32,
     /// The supervisor's thread making the call.
     worker: i32,
     /// [`AWAKE`] until the watcher ends the sleep ([`EINTR`], [`GONE`]) or
@@ -379,6 +380,7 @@ fn serve_one(sh: &Arc<Shared>, call: notify::Call) {
         let s = Arc::new(Sleeping {
             id: call.id,
             tid: call.tid,
+            pid: p.pid,
             worker: gettid(),
             end: AtomicU8::new(AWAKE),
             sent: std::sync::atomic::AtomicBool::new(false),
@@ -776,13 +778,35 @@ fn watch(sh: &Arc<Shared>) {
                 _ => a.remove(&was.pid),
             };
         }
+        // A signal sent to a process ends the sleep of one of its threads:
+        // its main thread's if that one sleeps here, else the lowest.
+        let coming: Vec<Coming> = now
+            .iter()
+            .map(|s| {
+                if s.end.load(SeqCst) == AWAKE {
+                    signal_coming(s.tid)
+                } else {
+                    Coming::No
+                }
+            })
+            .collect();
+        let takes_shared = |i: usize| {
+            let me = &now[i];
+            !now.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && o.pid == me.pid
+                    && coming[j] == Coming::Shared
+                    && me.tid != me.pid
+                    && (o.tid == o.pid || o.tid < me.tid)
+            })
+        };
         for (i, s) in now.iter().enumerate() {
             if s.end.load(SeqCst) != AWAKE {
                 continue;
             }
             let end = if gone.contains(&i) || !notify::valid(fd, s.id) {
                 GONE
-            } else if signal_coming(s.tid) {
+            } else if coming[i] == Coming::Own || (coming[i] == Coming::Shared && takes_shared(i)) {
                 EINTR
             } else {
                 continue;
@@ -810,9 +834,9 @@ fn watch(sh: &Arc<Shared>) {
 /// that it does not block and whose handler will run: what ends the
 /// kernel's semop, msgsnd and msgrcv with EINTR. (A fatal one kills it;
 /// an ignored one or a stop does not end the call.)
-fn signal_coming(tid: i32) -> bool {
+fn signal_coming(tid: i32) -> Coming {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
-        return false;
+        return Coming::No;
     };
     let mask = |name: &str| {
         s.lines()
@@ -820,6 +844,24 @@ fn signal_coming(tid: i32) -> bool {
             .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
             .unwrap_or(0)
     };
-    let pending = mask("SigPnd") | mask("ShdPnd");
-    pending & !mask("SigBlk") & mask("SigCgt") != 0
+    let taken = !mask("SigBlk") & mask("SigCgt");
+    if mask("SigPnd") & taken != 0 {
+        Coming::Own
+    } else if mask("ShdPnd") & taken != 0 {
+        Coming::Shared
+    } else {
+        Coming::No
+    }
+}
+
+/// A signal coming for a sleeping caller ([`signal_coming`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Coming {
+    No,
+    /// Sent to the thread itself.
+    Own,
+    /// Sent to its process: one thread takes it (the kernel's
+    /// `complete_signal`: the main thread if it may, else another), so it
+    /// ends one sleeping call only.
+    Shared,
 }
