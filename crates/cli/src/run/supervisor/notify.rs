@@ -92,9 +92,17 @@ pub fn valid(listener: RawFd, id: u64) -> bool {
 /// (`SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`, Linux 6.6): a served call costs
 /// about a tenth (docs/supervisor-plan.md). Whether it took.
 pub fn sync_wake_up(listener: RawFd) -> bool {
-    let mut flags: u64 = 1;
-    // SAFETY: see the module's doc.
-    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, &mut flags) == 0 }
+    // The flags are the ioctl's argument itself, not a pointer to them
+    // (kernel/seccomp.c: `seccomp_notify_set_flags(filter, arg)`).
+    const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+    // SAFETY: plain values; the kernel reads no memory for this request.
+    unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        ) == 0
+    }
 }
 
 /// The memory of a waiting caller. Every access is followed (reads) or
