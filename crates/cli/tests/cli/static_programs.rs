@@ -511,16 +511,23 @@ fn the_reviews_reproducers_give_the_kernels_answers() {
         compiler: "gcc",
         flags: &["-static", "-pthread"],
     };
-    for (name, source) in [
-        ("shmkillwait", include_str!("../c/shmkillwait.c")),
-        ("exectoken", include_str!("../c/exectoken.c")),
-        ("execundo", include_str!("../c/execundo.c")),
-        ("shmsig", include_str!("../c/shmsig.c")),
-        ("twothreads", include_str!("../c/twothreads.c")),
+    for (name, source, args) in [
+        (
+            "shmkillwait",
+            include_str!("../c/shmkillwait.c"),
+            &[][..] as &[&str],
+        ),
+        ("exectoken", include_str!("../c/exectoken.c"), &[]),
+        ("execundo", include_str!("../c/execundo.c"), &[]),
+        ("shmsig", include_str!("../c/shmsig.c"), &[]),
+        ("twothreads", include_str!("../c/twothreads.c"), &[]),
     ] {
         let prog = s.build_source(&THREADS, name, &format!("{name}.c"), source);
-        let k = s.kernel(&[&prog]);
-        let o = s.ipcns(&[&prog]);
+        let argv: Vec<&OsStr> = std::iter::once(prog.as_os_str())
+            .chain(args.iter().map(OsStr::new))
+            .collect();
+        let k = s.kernel(&argv);
+        let o = s.ipcns(&argv);
         assert!(
             k.status.success(),
             "{name} on the kernel: {}",

@@ -59,26 +59,30 @@ fn claim(a: &Session, idx: u32, ok: &impl Fn(&Proc) -> bool) -> Result<bool, Err
 const UNBUSY_NS: u64 = 20_000_000;
 
 /// Waits (up to [`UNBUSY_NS`]) until no supervisor's call is being made
-/// for record `idx`'s process (its process is dead: the calls end soon).
-/// Takes and releases the procs lock.
+/// for record `idx`'s process and no other thread is finishing it (its
+/// process is dead: both end soon). Takes and releases the procs lock.
 fn wait_unbusy(a: &Session, idx: u32) -> Result<(), Errno> {
     let until = crate::sys::time::monotonic_ns().saturating_add(UNBUSY_NS);
     loop {
-        let busy = {
+        let (busy, by) = {
             let _g = lock(a)?;
-            crate::proc::busy(record(a, idx)?)
+            let r = record(a, idx)?;
+            (crate::proc::busy(r), r.spare[2].load(Relaxed))
         };
-        let own = u64::from(crate::acting::marked() == Some(idx));
-        match busy {
-            Some((holder, n))
-                if n > own
-                    && crate::sys::process::kill(holder, 0) != Err(Errno::ESRCH)
-                    && crate::sys::time::monotonic_ns() < until =>
-            {
-                std::thread::sleep(core::time::Duration::from_micros(50));
-            }
-            _ => return Ok(()),
+        if crate::sys::time::monotonic_ns() >= until {
+            return Ok(());
         }
+        let own = u64::from(crate::acting::marked() == Some(idx));
+        let serving = busy.is_some_and(|(holder, n)| {
+            n > own && crate::sys::process::kill(holder, 0) != Err(Errno::ESRCH)
+        });
+        // Another finisher at it (the supervisor's, at the end of a call
+        // whose caller died): what the reader reads next must see it done.
+        let finishing = by != 0 && by != lock::my_identity() && lock::identity_alive(by);
+        if !(serving || finishing) {
+            return Ok(());
+        }
+        std::thread::sleep(core::time::Duration::from_micros(50));
     }
 }
 

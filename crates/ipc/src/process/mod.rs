@@ -103,11 +103,6 @@ pub fn me(a: &Session) -> Result<u32, Errno> {
 /// reap (the supervisor's own calls do that).
 fn me_for(a: &Session, p: crate::acting::Process) -> Result<u32, Errno> {
     let marked = crate::acting::marked();
-    if marked.is_none() && lock::process_ending(p.pid, p.start) {
-        // Dead already (killed while its call waited): nothing is made
-        // for it, as nothing more is done by a process the kernel ended.
-        return Err(Errno::ESRCH);
-    }
     let (idx, exec) = {
         let _g = proc::lock(a)?;
         let found = proc::find_or_make(a, p.pid, p.start)?;
@@ -127,6 +122,13 @@ fn me_for(a: &Session, p: crate::acting::Process) -> Result<u32, Errno> {
         proc::mark_served(r);
         found
     };
+    // Dead already (killed while its call waited): nothing is done for it,
+    // as nothing more is done by a process the kernel ended. Looked at once
+    // the record is marked busy, so a finisher that found it dead either
+    // finished before (and this finds it dead too) or waits for this call.
+    if marked.is_none() && lock::process_ending(p.pid, p.start) {
+        return Err(Errno::ESRCH);
+    }
     if exec {
         adopt_image(a, idx, p.pid, p.start)?;
     }
