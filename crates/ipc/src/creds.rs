@@ -126,24 +126,32 @@ impl Cred {
             // A child namespace: our maps lead to the arena's namespace.
             let um = read_map(IdKind::Uid)?;
             let gm = read_map(IdKind::Gid)?;
-            cred.euid = um.map_down_or_overflow(cred.euid);
-            cred.egid = gm.map_down_or_overflow(cred.egid);
-            cred.groups = cred
-                .groups
-                .iter()
-                .map(|&g| gm.map_down_or_overflow(g))
-                .collect();
-            cred.cap_ipc_owner = false;
-            cred.cap_sys_admin = false;
-            cred.cap_sys_resource = false;
-            cred.cap_ipc_lock = false;
-            cred.maps = Some(Arc::new((um, gm)));
+            cred.translate(um, gm);
         }
         Ok(cred)
     }
 }
 
 impl Cred {
+    /// For a caller in a child user namespace of the arena's: its ids
+    /// mapped down through its maps `um` and `gm` (unmapped ones become
+    /// the overflow id), no capability in the arena's namespace, and the
+    /// maps kept for showing ids back to it.
+    fn translate(&mut self, um: IdMap, gm: IdMap) {
+        self.euid = um.map_down_or_overflow(self.euid);
+        self.egid = gm.map_down_or_overflow(self.egid);
+        self.groups = self
+            .groups
+            .iter()
+            .map(|&g| gm.map_down_or_overflow(g))
+            .collect();
+        self.cap_ipc_owner = false;
+        self.cap_sys_admin = false;
+        self.cap_sys_resource = false;
+        self.cap_ipc_lock = false;
+        self.maps = Some(Arc::new((um, gm)));
+    }
+
     /// The credentials of thread `tid` of another process, as they are
     /// now (`/proc/TID/status`: effective ids, groups, effective
     /// capabilities; `/proc/TID/limits`; its user namespace and maps),
@@ -206,18 +214,7 @@ impl Cred {
             // Its maps as this (the arena's) namespace reads them.
             let um = ipcns_idmap::proc::read_map(Pid::Id(tid as u32), IdKind::Uid)?;
             let gm = ipcns_idmap::proc::read_map(Pid::Id(tid as u32), IdKind::Gid)?;
-            cred.euid = um.map_down_or_overflow(cred.euid);
-            cred.egid = gm.map_down_or_overflow(cred.egid);
-            cred.groups = cred
-                .groups
-                .iter()
-                .map(|&g| gm.map_down_or_overflow(g))
-                .collect();
-            cred.cap_ipc_owner = false;
-            cred.cap_sys_admin = false;
-            cred.cap_sys_resource = false;
-            cred.cap_ipc_lock = false;
-            cred.maps = Some(Arc::new((um, gm)));
+            cred.translate(um, gm);
         }
         Ok(cred)
     }
