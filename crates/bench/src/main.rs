@@ -112,20 +112,7 @@ pub fn run(args: &[String]) -> anyhow::Result<ExitCode> {
         None => None,
     };
     // stress says first whether stress-ng is there.
-    const MEASURED: [&str; 11] = [
-        "contend",
-        "fork",
-        "idmap",
-        "lock",
-        "msg",
-        "preload",
-        "rseq",
-        "semget",
-        "semop",
-        "shm",
-        "supervisor",
-    ];
-    if MEASURED.contains(&what.as_str()) {
+    if what != "stress" && BENCHES.contains(&what.as_str()) {
         stats::warn_if_busy();
     }
     let none = |()| Vec::new();

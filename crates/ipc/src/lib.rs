@@ -167,6 +167,9 @@ pub mod sysv;
 #[cfg(not(loom))]
 mod time;
 #[cfg(not(loom))]
+#[doc(hidden)]
+pub mod usercopy;
+#[cfg(not(loom))]
 mod wait;
 
 #[doc(hidden)]

@@ -5,10 +5,9 @@
 use crate::cred::with_caller;
 use crate::state::namespace;
 use crate::user;
-use ipcns_core::abi::{self, msginfo, msqid64_ds};
+use ipcns_core::abi;
 use ipcns_core::intr::Mark;
-use ipcns_core::msg::MsgArg;
-use ipcns_core::structs;
+use ipcns_core::usercopy;
 use ipcns_core::{Errno, Namespace, SysResult};
 
 /// Bytes of `mtype` before `mtext`.
@@ -114,32 +113,7 @@ pub fn msgrcv(msqid: i32, msgp: usize, msgsz: usize, msgtyp: i64, msgflg: i32) -
 /// IPC_64).
 pub fn msgctl(msqid: i32, cmd: i32, buf: usize) -> SysResult<i64> {
     let ns = namespace()?;
-    if msqid < 0 || cmd < 0 {
-        return Err(Errno::EINVAL);
-    }
-    {
-        let ctl = |a: MsgArg<'_>| with_caller(ns, |c| ns.msgctl(c, msqid, cmd, a));
-        let r = match cmd {
-            abi::IPC_INFO | abi::MSG_INFO => {
-                let mut info = msginfo::default();
-                let r = ctl(MsgArg::Info(&mut info))?;
-                user::write(buf, &structs::msginfo_out(&info))?;
-                r
-            }
-            abi::IPC_STAT | abi::MSG_STAT | abi::MSG_STAT_ANY => {
-                let mut ds = msqid64_ds::default();
-                let r = ctl(MsgArg::Ds(&mut ds))?;
-                user::write(buf, &structs::msqid_out(&ds))?;
-                r
-            }
-            abi::IPC_SET => {
-                let mut b = [0u8; structs::MSQID_DS];
-                user::read(buf, &mut b)?;
-                let mut ds = structs::msqid_in(&b);
-                ctl(MsgArg::Ds(&mut ds))?
-            }
-            _ => ctl(MsgArg::None)?,
-        };
-        Ok(i64::from(r))
-    }
+    usercopy::msgctl(&user::Own, msqid, cmd, buf as u64, |a| {
+        with_caller(ns, |c| ns.msgctl(c, msqid, cmd, a))
+    })
 }

@@ -5,10 +5,9 @@
 use crate::cred::with_caller;
 use crate::state::namespace;
 use crate::user;
-use ipcns_core::abi::{self, sembuf, semid64_ds, seminfo};
+use ipcns_core::abi::sembuf;
 use ipcns_core::intr::Mark;
-use ipcns_core::sem::{SemArg, SemValues};
-use ipcns_core::structs;
+use ipcns_core::usercopy;
 use ipcns_core::{Errno, Namespace, SysResult};
 
 /// `semget(key, nsems, semflg)`. ipc/sem.c `ksys_semget`.
@@ -146,75 +145,15 @@ fn one(b: &[u8]) -> sembuf {
     }
 }
 
-/// GETALL's and SETALL's `arg.array`: `nsems` unsigned shorts in the
-/// caller's memory, copied when the core knows how many.
-struct UserArray(usize);
-
-impl SemValues for UserArray {
-    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
-        let mut raw = Vec::new();
-        raw.try_reserve_exact(into.len() * 2)
-            .map_err(|_| Errno::ENOMEM)?;
-        raw.resize(into.len() * 2, 0);
-        user::read(self.0, &mut raw)?;
-        for (v, b) in into.iter_mut().zip(raw.chunks_exact(2)) {
-            *v = u16::from_ne_bytes([b[0], b[1]]);
-        }
-        Ok(())
-    }
-    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
-        let mut raw = Vec::new();
-        raw.try_reserve_exact(vals.len() * 2)
-            .map_err(|_| Errno::ENOMEM)?;
-        for v in vals {
-            raw.extend_from_slice(&v.to_ne_bytes());
-        }
-        user::write(self.0, &raw)
-    }
-}
-
 /// `semctl(semid, semnum, cmd, arg)`, `arg` the `union semun` as the
 /// machine word it is passed in (its `val` is the low 32 bits, as
 /// `ksys_semctl` takes it on a little-endian 64-bit machine).
 ///
-/// ipc/sem.c `ksys_semctl`: "if (semid < 0) return -EINVAL;"; IPC_SET
-/// copies the structure in first (`copy_semid_from_user`, EFAULT); the
-/// INFO and STAT commands copy theirs out after the command succeeded
-/// (EFAULT instead of its result); GETALL and SETALL copy the values at
-/// the point `semctl_main` does. The command goes to the core as it came:
-/// on x86-64 and aarch64 the kernel has no `ipc_parse_version`, so a
-/// command with IPC_64 (0x100) or-ed in is unknown to it (EINVAL, as this
-/// kernel answers), and glibc passes the caller's command unchanged.
+/// The argument's copies in and out are `ipcns_core::usercopy`'s (the
+/// kernel's order of copies, shared with `ipcns run`'s supervisor).
 pub fn semctl(semid: i32, semnum: i32, cmd: i32, arg: usize) -> SysResult<i64> {
     let ns = namespace()?;
-    if semid < 0 {
-        return Err(Errno::EINVAL);
-    }
-    {
-        let ctl = |a: SemArg<'_>| with_caller(ns, |c| ns.semctl(c, semid, semnum, cmd, a));
-        let r = match cmd {
-            abi::IPC_INFO | abi::SEM_INFO => {
-                let mut info = seminfo::default();
-                let r = ctl(SemArg::Info(&mut info))?;
-                user::write(arg, &structs::seminfo_out(&info))?;
-                r
-            }
-            abi::IPC_STAT | abi::SEM_STAT | abi::SEM_STAT_ANY => {
-                let mut ds = semid64_ds::default();
-                let r = ctl(SemArg::Ds(&mut ds))?;
-                user::write(arg, &structs::semid_out(&ds))?;
-                r
-            }
-            abi::IPC_SET => {
-                let mut b = [0u8; structs::SEMID_DS];
-                user::read(arg, &mut b)?;
-                let mut ds = structs::semid_in(&b);
-                ctl(SemArg::Ds(&mut ds))?
-            }
-            abi::GETALL | abi::SETALL => ctl(SemArg::Array(&mut UserArray(arg)))?,
-            abi::SETVAL => ctl(SemArg::Val(arg as u32 as i32))?,
-            _ => ctl(SemArg::None)?,
-        };
-        Ok(i64::from(r))
-    }
+    usercopy::semctl(&user::Own, semid, cmd, arg as u64, |a| {
+        with_caller(ns, |c| ns.semctl(c, semid, semnum, cmd, a))
+    })
 }

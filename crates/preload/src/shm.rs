@@ -3,10 +3,8 @@
 use crate::cred::with_caller;
 use crate::state::namespace;
 use crate::user;
-use ipcns_core::abi::{self, shm_info, shmid64_ds, shminfo64};
-use ipcns_core::shm::ShmArg;
-use ipcns_core::structs;
-use ipcns_core::{Errno, SysResult};
+use ipcns_core::SysResult;
+use ipcns_core::usercopy;
 
 /// `shmget(key, size, shmflg)`. ipc/shm.c `ksys_shmget`.
 pub fn shmget(key: i32, size: usize, shmflg: i32) -> SysResult<i64> {
@@ -56,38 +54,7 @@ pub fn remap_file_pages(
 /// IPC_64).
 pub fn shmctl(shmid: i32, cmd: i32, buf: usize) -> SysResult<i64> {
     let ns = namespace()?;
-    if cmd < 0 || shmid < 0 {
-        return Err(Errno::EINVAL);
-    }
-    {
-        let ctl = |a: ShmArg<'_>| with_caller(ns, |c| ns.shmctl(c, shmid, cmd, a));
-        let r = match cmd {
-            abi::IPC_INFO => {
-                let mut info = shminfo64::default();
-                let r = ctl(ShmArg::Info(&mut info))?;
-                user::write(buf, &structs::shminfo_out(&info))?;
-                r
-            }
-            abi::SHM_INFO => {
-                let mut info = shm_info::default();
-                let r = ctl(ShmArg::ShmInfo(&mut info))?;
-                user::write(buf, &structs::shm_info_out(&info))?;
-                r
-            }
-            abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
-                let mut ds = shmid64_ds::default();
-                let r = ctl(ShmArg::Ds(&mut ds))?;
-                user::write(buf, &structs::shmid_out(&ds))?;
-                r
-            }
-            abi::IPC_SET => {
-                let mut b = [0u8; structs::SHMID_DS];
-                user::read(buf, &mut b)?;
-                let mut ds = structs::shmid_in(&b);
-                ctl(ShmArg::Ds(&mut ds))?
-            }
-            _ => ctl(ShmArg::None)?,
-        };
-        Ok(i64::from(r))
-    }
+    usercopy::shmctl(&user::Own, shmid, cmd, buf as u64, |a| {
+        with_caller(ns, |c| ns.shmctl(c, shmid, cmd, a))
+    })
 }

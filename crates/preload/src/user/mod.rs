@@ -486,6 +486,19 @@ fn memfd_copy(user: usize, ours: usize, len: usize, to_user: bool) -> Result<(),
     r
 }
 
+/// The program's own memory, as the `*ctl` calls' shared copies
+/// (`ipcns_core::usercopy`) read and write it: [`read`] and [`write`].
+pub struct Own;
+
+impl ipcns_core::usercopy::UserMem for Own {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> SysResult<()> {
+        read(addr as usize, buf)
+    }
+    fn write(&self, addr: u64, bytes: &[u8]) -> SysResult<()> {
+        write(addr as usize, bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,3 +174,12 @@ impl Memory {
         Ok(())
     }
 }
+
+impl ipcns::usercopy::UserMem for Memory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        Memory::read(self, addr, buf)
+    }
+    fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        Memory::write(self, addr, bytes)
+    }
+}

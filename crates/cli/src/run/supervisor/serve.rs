@@ -3,16 +3,14 @@
 //! memory), made on the namespace for the caller. The caller's memory is
 //! copied in and out where, and in the order, ipc/*.c copies it (as
 //! `libipcns.so`'s `sem.rs`, `msg.rs` and `shm.rs` do in the program's
-//! own memory), so that EFAULT comes where the kernel gives it.
+//! own memory), so that EFAULT comes where the kernel gives it; the
+//! `*ctl` calls' copies are the library's own (`ipcns::usercopy`).
 
 use super::notify::Memory;
-use ipcns::abi::shminfo64;
-use ipcns::abi::{self, msginfo, msqid64_ds, sembuf, semid64_ds, seminfo, shm_info, shmid64_ds};
+use ipcns::abi::{self, sembuf};
 use ipcns::intr::Mark;
-use ipcns::msg::{MsgArg, RecvBuf};
-use ipcns::sem::{SemArg, SemValues};
-use ipcns::shm::ShmArg;
-use ipcns::structs;
+use ipcns::msg::RecvBuf;
+use ipcns::usercopy;
 use ipcns::{Cred, Errno, Namespace, SysResult};
 
 /// x86-64's numbers (asm/unistd_64.h).
@@ -107,7 +105,9 @@ pub fn call_as(
             (int(0), args[1], args[2] as u32, args[3]),
             nowait,
         ),
-        SEMCTL => semctl(ns, cred, mem, int(0), int(1), int(2), args[3]),
+        SEMCTL => usercopy::semctl(mem, int(0), int(2), args[3], |a| {
+            ns.semctl(cred, int(0), int(1), int(2), a)
+        }),
         MSGGET => ns.msgget(cred, int(0), int(1)).map(i64::from),
         MSGSND => msgsnd(
             ns,
@@ -130,13 +130,17 @@ pub fn call_as(
             args[3] as i64,
             int(4),
         ),
-        MSGCTL => msgctl(ns, cred, mem, int(0), int(1), args[2]),
+        MSGCTL => usercopy::msgctl(mem, int(0), int(1), args[2], |a| {
+            ns.msgctl(cred, int(0), int(1), a)
+        }),
         SHMGET => ns.shmget(cred, int(0), args[1], int(2)).map(i64::from),
         SHMAT => ns
             .shmat(cred, int(0), args[1] as usize, int(2))
             .map(|a| a as i64),
         SHMDT => ns.shmdt(cred, args[0] as usize).map(i64::from),
-        SHMCTL => shmctl(ns, cred, mem, int(0), int(1), args[2]),
+        SHMCTL => usercopy::shmctl(mem, int(0), int(1), args[2], |a| {
+            ns.shmctl(cred, int(0), int(1), a)
+        }),
         _ => Err(Errno::ENOSYS),
     }
 }
@@ -182,62 +186,6 @@ fn semtimedop(
         .collect();
     ns.semtimedop_since(mark, cred, semid, &ops, ts.as_ref())
         .map(i64::from)
-}
-
-/// GETALL's and SETALL's `arg.array` in the caller's memory.
-struct Array<'m>(&'m Memory, u64);
-
-impl SemValues for Array<'_> {
-    fn copy_in(&mut self, into: &mut [u16]) -> Result<(), Errno> {
-        let raw = self.0.read_vec(self.1, into.len() * 2)?;
-        for (v, b) in into.iter_mut().zip(raw.chunks_exact(2)) {
-            *v = u16::from_ne_bytes([b[0], b[1]]);
-        }
-        Ok(())
-    }
-    fn copy_out(&mut self, vals: &[u16]) -> Result<(), Errno> {
-        let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        self.0.write(self.1, &raw)
-    }
-}
-
-/// ipc/sem.c `ksys_semctl` (see libipcns.so's `sem::semctl`).
-fn semctl(
-    ns: &Namespace,
-    cred: &Cred,
-    mem: &Memory,
-    semid: i32,
-    semnum: i32,
-    cmd: i32,
-    arg: u64,
-) -> SysResult<i64> {
-    if semid < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let ctl = |a: SemArg<'_>| ns.semctl(cred, semid, semnum, cmd, a);
-    let r = match cmd {
-        abi::IPC_INFO | abi::SEM_INFO => {
-            let mut info = seminfo::default();
-            let r = ctl(SemArg::Info(&mut info))?;
-            mem.write(arg, &structs::seminfo_out(&info))?;
-            r
-        }
-        abi::IPC_STAT | abi::SEM_STAT | abi::SEM_STAT_ANY => {
-            let mut ds = semid64_ds::default();
-            let r = ctl(SemArg::Ds(&mut ds))?;
-            mem.write(arg, &structs::semid_out(&ds))?;
-            r
-        }
-        abi::IPC_SET => {
-            let mut b = [0u8; structs::SEMID_DS];
-            mem.read(arg, &mut b)?;
-            ctl(SemArg::Ds(&mut structs::semid_in(&b)))?
-        }
-        abi::GETALL | abi::SETALL => ctl(SemArg::Array(&mut Array(mem, arg)))?,
-        abi::SETVAL => ctl(SemArg::Val(arg as u32 as i32))?,
-        _ => ctl(SemArg::None)?,
-    };
-    Ok(i64::from(r))
 }
 
 /// Bytes of `mtype` before `mtext`.
@@ -333,82 +281,4 @@ fn msgrcv(
     }
     written?;
     Ok(n as i64)
-}
-
-/// ipc/msg.c `ksys_msgctl` (see libipcns.so's `msg::msgctl`).
-fn msgctl(
-    ns: &Namespace,
-    cred: &Cred,
-    mem: &Memory,
-    msqid: i32,
-    cmd: i32,
-    buf: u64,
-) -> SysResult<i64> {
-    if msqid < 0 || cmd < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let ctl = |a: MsgArg<'_>| ns.msgctl(cred, msqid, cmd, a);
-    let r = match cmd {
-        abi::IPC_INFO | abi::MSG_INFO => {
-            let mut info = msginfo::default();
-            let r = ctl(MsgArg::Info(&mut info))?;
-            mem.write(buf, &structs::msginfo_out(&info))?;
-            r
-        }
-        abi::IPC_STAT | abi::MSG_STAT | abi::MSG_STAT_ANY => {
-            let mut ds = msqid64_ds::default();
-            let r = ctl(MsgArg::Ds(&mut ds))?;
-            mem.write(buf, &structs::msqid_out(&ds))?;
-            r
-        }
-        abi::IPC_SET => {
-            let mut b = [0u8; structs::MSQID_DS];
-            mem.read(buf, &mut b)?;
-            ctl(MsgArg::Ds(&mut structs::msqid_in(&b)))?
-        }
-        _ => ctl(MsgArg::None)?,
-    };
-    Ok(i64::from(r))
-}
-
-/// ipc/shm.c `ksys_shmctl` (see libipcns.so's `shm::shmctl`).
-fn shmctl(
-    ns: &Namespace,
-    cred: &Cred,
-    mem: &Memory,
-    shmid: i32,
-    cmd: i32,
-    buf: u64,
-) -> SysResult<i64> {
-    if cmd < 0 || shmid < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let ctl = |a: ShmArg<'_>| ns.shmctl(cred, shmid, cmd, a);
-    let r = match cmd {
-        abi::IPC_INFO => {
-            let mut info = shminfo64::default();
-            let r = ctl(ShmArg::Info(&mut info))?;
-            mem.write(buf, &structs::shminfo_out(&info))?;
-            r
-        }
-        abi::SHM_INFO => {
-            let mut info = shm_info::default();
-            let r = ctl(ShmArg::ShmInfo(&mut info))?;
-            mem.write(buf, &structs::shm_info_out(&info))?;
-            r
-        }
-        abi::IPC_STAT | abi::SHM_STAT | abi::SHM_STAT_ANY => {
-            let mut ds = shmid64_ds::default();
-            let r = ctl(ShmArg::Ds(&mut ds))?;
-            mem.write(buf, &structs::shmid_out(&ds))?;
-            r
-        }
-        abi::IPC_SET => {
-            let mut b = [0u8; structs::SHMID_DS];
-            mem.read(buf, &mut b)?;
-            ctl(ShmArg::Ds(&mut structs::shmid_in(&b)))?
-        }
-        _ => ctl(ShmArg::None)?,
-    };
-    Ok(i64::from(r))
 }
